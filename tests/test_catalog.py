@@ -160,9 +160,9 @@ def test_aliases_do_not_collide_and_resolve():
 
 
 @pytest.mark.parametrize("name,title_words,capacity_bytes,bw_Bps", [
-    ("h100", ("H100", "SXM"), 80 * 2**30, 3.35e12),
+    ("h100", ("H100", "SXM"), 81559 * 2**20, 3.35e12),     # nvidia-smi totals, see the tiers' sources
     ("a100", ("A100", "SXM"), 80 * 2**30, 2.039e12),
-    ("h200", ("H200", "SXM"), 141 * 2**30, 4.8e12),
+    ("h200", ("H200", "SXM"), 143771 * 2**20, 4.8e12),
 ])
 def test_headline_names_are_the_sxm_parts(name, title_words, capacity_bytes, bw_Bps):
     hw = hardware.get(name)
@@ -340,7 +340,8 @@ def test_machine_balance_tiers_latency_power_are_physical():
 
 def test_device_tier_is_the_datasheet_memory():
     # vendor memory sizes (GB read as GiB), independent of the csv copy
-    gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 80, "h100-pcie": 80, "h200": 141, "b200": 180,
+    gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 81559 / 1024, "h100-pcie": 80,
+           "h200": 143771 / 1024, "b200": 180,                         # H100, H200: the nvidia-smi totals in MiB
            "mi300x": 192, "mi250x": 128, "l4": 24, "t4": 16, "rtx-4090": 24, "tpu-v4": 32, "tpu-v5e": 16,
            "tpu-v5p": 95, "jetson-agx-orin": 64, "apple-m2": 24, "apple-m2-ultra": 192, "apple-m3-max": 128,
            "gb10": 128}
@@ -439,3 +440,40 @@ def test_a_host_tier_may_be_smaller_than_the_device_but_storage_not(tmp_path):
     p.write_text(text.replace('capacity_bytes = "3.84 TB"', 'capacity_bytes = "100 GB"'))
     with pytest.raises(IronlawError, match="larger than the slower 'nvme'"):
         hardware.load_file(p)
+
+
+def _memory_tiers():
+    """Every [[memory]] tier of the catalog as written: (device, tier name, capacity text, source)."""
+    import tomllib
+    for path in sorted(hardware.CATALOG_DIR.glob("*.toml")):
+        for m in tomllib.loads(path.read_text()).get("memory", []):
+            yield path.stem, m["name"], m["capacity_bytes"], m["source"]
+
+
+def test_every_capacity_source_names_the_unit_stored():
+    """A capacity is stored in the unit its source states or as measured, and the source says which: the stored
+    text ("80 GiB", "3.84 TB", "81559 MiB") appears in the source (thousands separators aside), so a datasheet's
+    "80 GB" stored as 80 GiB must say why (JEDEC's binary giga for memory, or the driver's measured total)."""
+    missing = []
+    for dev, tier, cap, source in _memory_tiers():
+        assert isinstance(cap, str) and re.fullmatch(r"[\d.]+ [KMGTP]i?B", cap), f"{dev}.{tier}: {cap!r} names no unit"
+        if cap not in source.replace(",", ""):
+            missing.append(f"{dev}.{tier}: {cap}")
+    assert not missing, "sources that do not name the stored capacity: " + "; ".join(missing)
+
+
+def test_measured_capacities_cite_the_driver_total():
+    """H100 and H200 hold the total nvidia-smi reports, below the binary size of the datasheet's figure."""
+    for name, mib, sheet_gib in (("h100", 81559, 80), ("h200", 143771, 141)):
+        hw = hardware.get(name)
+        dev = hw.memory[hw.device_tier]
+        assert dev.capacity_bytes == mib * 2**20 < sheet_gib * 2**30
+        assert f"{mib:,} MiB" in dev.source and "nvidia-smi" in dev.source and dev.source.startswith("measured")
+
+
+def test_cli_hardware_show_prints_each_capacity_in_its_source_unit_first(cli):
+    r = cli("hardware", "show", "h100")
+    assert r.rc == 0, r.err
+    assert "79.6 GiB (85.5 GB)" in r.out            # measured in MiB: binary first
+    assert "50 MiB (52.4 MB)" in r.out              # on-die SRAM, binary
+    assert "3.84 TB (3.49 TiB)" in r.out            # a drive's decimal TB

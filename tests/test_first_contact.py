@@ -420,10 +420,10 @@ def test_a_price_or_grid_of_minus_zero_is_zero_not_negative():
 
 # ------------------------------------------------------------------ a recommender that does not fit its devices
 @pytest.mark.parametrize("argv, says", [
-    (["--gpus", "8"], "this plan needs 390 GiB per device, 310 GiB more than the 80 GiB of h100 (weights 48.7 GiB, "
+    (["--gpus", "8"], "this plan needs 390 GiB per device, 310 GiB more than the 79.6 GiB of h100 (weights 48.7 GiB, "
                       "gradients 48.7 GiB, optimizer 292 GiB, activations 77.8 KiB); try --zero 3 (or more devices)"),
     (["--gpus", "2", "--zero", "3"], "dlrm-dcnv2 cannot fit on 2 × h100 even fully sharded (--zero 3): 195 GiB per "
-                                     "device exceeds 80 GiB by 115 GiB; use more devices"),
+                                     "device exceeds 79.6 GiB by 115 GiB; use more devices"),
 ])
 def test_a_recommender_training_that_does_not_fit_says_so(argv, says):
     """`analyze dlrm-dcnv2 --phase train --gpus 8` said "internal error: KeyError: 'tokens'": the refusal priced

@@ -642,6 +642,12 @@ def test_sglangs_prefill_budget_does_not_cap_its_decode_graphs(monkeypatch):
     assert seen and set(seen) == {64}
 
 
+def _h100_device_bytes() -> float:
+    from ironlaw.machine import hardware
+    hw = hardware.get("h100")
+    return hw.memory[hw.device_tier].capacity_bytes
+
+
 def test_a_serving_layouts_memory_counts_sglangs_workspace_once():
     """`search llama3-8b --phase serve --on h100 --gpus 2 --serve-engine sglang` printed "mem/GPU 82 GiB" on an
     80 GiB H100: SGLang's reserve (1 − mem_fraction_static) holds its activations, and the workspace was added
@@ -650,4 +656,4 @@ def test_a_serving_layouts_memory_counts_sglangs_workspace_once():
     from ironlaw.models.search.serve import held_bytes
     for engine in ("sglang", "vllm"):
         m = ironlaw.serve("llama3-8b", on="h100", max_throughput=True, engine=engine, dtype="fp8").memory
-        assert held_bytes(m) == pytest.approx(80 * 2**30, rel=1e-9), engine
+        assert held_bytes(m) == pytest.approx(_h100_device_bytes(), rel=1e-9), engine

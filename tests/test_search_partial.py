@@ -38,7 +38,7 @@ def test_the_search_recomputes_the_fewest_layers_that_fit():
     assert one.step_s == pytest.approx(best["time_s"], rel=1e-6)
     assert one.memory.total_bytes == pytest.approx(best["memory_per_gpu_bytes"], rel=1e-6)
     assert best["time_s"] < _analyze(recompute="full").step_s
-    with pytest.raises(IronlawError, match="more than the 80 GiB"):
+    with pytest.raises(IronlawError, match="more than the 79.6 GiB"):
         _analyze(recompute="full", recompute_layers=4)
     text = run_cli(*ARGS[:-2], *_flags(**ONE), "--recompute", "full")
     assert text.rc == 0 and "f5:32/3" in text.out

@@ -95,10 +95,10 @@ def test_cli_takes_a_percentage(cli):
 
 @pytest.mark.parametrize("engine,workspace", [("vllm", True), ("sglang", False)])
 def test_a_fraction_too_small_for_the_weights_names_the_reserve(cli, engine, workspace):
-    """vLLM and SGLang keep (1 − fraction) of the device from weights and KV: at 0.1 of 80 GiB the 15 GiB of
+    """vLLM and SGLang keep (1 − fraction) of the device from weights and KV: at 0.1 of 79.6 GiB the 15 GiB of
     Llama-3-8B do not fit, and the refusal names what the fraction holds back (SGLang's reserve holds its activations: no
     workspace line) and the fix."""
     r = cli("serve", SPEC, "--on", "h100", "--engine", engine, "--memory-fraction", "0.1", "--max-throughput")
     assert r.rc == 2 and len(r.err.strip().splitlines()) == 1
-    assert "72 GiB the memory fraction holds back" in r.err and "a larger --memory-fraction" in r.err
+    assert "71.7 GiB the memory fraction holds back" in r.err and "a larger --memory-fraction" in r.err
     assert ("workspace" in r.err) == workspace

@@ -30,14 +30,14 @@ def test_same_batch_same_step_seconds(max_batch):
 
 
 def test_decode_step_pads_to_the_captured_graph():
-    """269 sequences (the KV limit at 2048/2048) replay the 384 graph: slower per step than 256 padded to 256."""
+    """268 sequences (the KV limit at 2048/2048) replay the 384 graph: slower per step than 256 padded to 256."""
     e256 = online.estimate(SPEC, HW, P, O, 256, dtype="fp8")
-    e269 = online.estimate(SPEC, HW, P, O, 269, dtype="fp8")
-    assert padded(269, e269.engine.run.max_batch) == 384 and padded(256, e256.engine.run.max_batch) == 256
-    assert e269.decode_step_s > e256.decode_step_s * 1.05
-    _, est = step_seconds(e269.engine.run, 269, 0.0, 0.0, pad=False)
-    unpadded = float(est.time_s) + e269.engine.run.constants.step_s   # the device's time, not an eager step's launches
-    assert unpadded < e269.decode_step_s
+    e268 = online.estimate(SPEC, HW, P, O, 268, dtype="fp8")
+    assert padded(268, e268.engine.run.max_batch) == 384 and padded(256, e256.engine.run.max_batch) == 256
+    assert e268.decode_step_s > e256.decode_step_s * 1.05
+    _, est = step_seconds(e268.engine.run, 268, 0.0, 0.0, pad=False)
+    unpadded = float(est.time_s) + e268.engine.run.constants.step_s   # the device's time, not an eager step's launches
+    assert unpadded < e268.decode_step_s
 
 
 def test_engine_steady_state_follows_the_online_cycle():
@@ -61,14 +61,14 @@ def test_engine_estimate_errors():
 
 def test_one_capacity_for_both_modes():
     """The online mode's capacity on a GPU is the engine's: the sequences max-throughput settles at when the KV
-    cache sets its batch (269 at 2048/2048), and one more is refused."""
+    cache sets its batch (268 at 2048/2048), and one more is refused."""
     m = throughput.max_throughput(SPEC, HW, P, O, dtype="fp8")
     assert m.batch_limit == "kv_memory"
     e = online.estimate(SPEC, HW, P, O, 8, dtype="fp8")
-    assert e.capacity["max_concurrency"] == m.batch_per_engine == 269
+    assert e.capacity["max_concurrency"] == m.batch_per_engine == 268
     assert e.capacity["kv_budget_bytes"] == m.memory["kv_budget_bytes"]
-    online.estimate(SPEC, HW, P, O, 269, dtype="fp8")
-    with pytest.raises(IronlawError, match="--concurrency 270 exceeds the KV-cache capacity of h100: 269 sequences"):
+    online.estimate(SPEC, HW, P, O, 268, dtype="fp8")
+    with pytest.raises(IronlawError, match="--concurrency 270 exceeds the KV-cache capacity of h100: 268 sequences"):
         online.estimate(SPEC, HW, P, O, 270, dtype="fp8")
 
 
@@ -109,7 +109,7 @@ def test_cli_says_which_step_model(cli):
 
 def test_a_concurrency_above_trtllm_bench_max_batch_runs_on_the_limits_it_would_be_given():
     """trtllm-bench sizes DeepSeek-V3's max batch at 160 for 128/1024 on 8 H200 (its heuristic counts KV over
-    max(tp, kv heads) heads; the latent cache is far smaller), while the KV cache holds 1,561 sequences of 1,152
+    max(tp, kv heads) heads; the latent cache is far smaller), while the KV cache holds 1,546 sequences of 1,152
     tokens. Online at 512 runs on the limits ``--max-throughput --max-batch 512`` runs on, and its steps cost what
     that run's do."""
     a, kw = ("deepseek-v3", "h200", 128, 1024), dict(tp=8, dtype="fp8")
@@ -119,7 +119,7 @@ def test_a_concurrency_above_trtllm_bench_max_batch_runs_on_the_limits_it_would_
     assert m.batch_per_engine == s["decode_tokens_per_step"] == 512 and s["mixed_step_share"] < 1.0
     assert s["requests_per_step"] * s["steps_per_request"] == 512      # the token budget does not bind
     e = online.estimate(*a, 512, chunk=m.limits.max_num_tokens, **kw)
-    assert e.capacity["max_concurrency"] == 1561 and e.engine.limits.max_batch == 512
+    assert e.capacity["max_concurrency"] == 1546 and e.engine.limits.max_batch == 512
     assert e.engine.limits.max_num_tokens == m.limits.max_num_tokens
     q, k = s["mixed_step_share"], s["prompts_per_mixed_step"]
     assert k > 1                      # the queued prompts start k to a step (throughput.burst); online admits one

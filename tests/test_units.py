@@ -48,6 +48,19 @@ def test_an_80_gib_part_reads_80_gib():
     assert units.fmt_size(81559 * 2**20) == "79.6 GiB"
 
 
+@pytest.mark.parametrize("text,binary", [("80 GiB", True), ("81559 MiB", True), ("3.84 TB", False),
+                                         ("236 GB", False), ("1e9", None), (85899345920, None)])
+def test_a_size_as_written_says_its_prefix(text, binary):
+    assert units.is_binary(text) is binary
+
+
+@pytest.mark.parametrize("x,binary,text", [(80 * 2**30, True, "80 GiB (85.9 GB)"),
+                                           (3.84e12, False, "3.84 TB (3.49 TiB)"),
+                                           (80 * 2**30, None, "80 GiB (85.9 GB)")])
+def test_a_capacity_prints_in_its_source_unit_then_the_other(x, binary, text):
+    assert units.fmt_capacity(x, binary) == text
+
+
 @pytest.mark.parametrize("x,text", [(2374.4, "2,374"), (1568.2, "1,568"), (2110.0, "2,110"), (999.6, "1,000"),
                                     (94.43, "94.4"), (10.0, "10"), (0.0693, "0.0693"), (0.000292, "0.000292"),
                                     (2.92e-6, "0.00000292"), (0.0, "0"), (-1234.0, "-1,234"), (1e9, "1,000,000,000")])

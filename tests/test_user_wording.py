@@ -30,7 +30,7 @@ def test_the_online_capacity_error_names_no_option_the_online_scenario_refuses()
     online scenario refuses --kv-fraction ('belongs to the offline scenario'), so the hint led to a second error."""
     from conftest import one_line_error, run_cli
     line = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "100000"))
-    assert "--concurrency 100000 exceeds the KV-cache capacity of h100: 392 sequences" in line, line
+    assert "--concurrency 100000 exceeds the KV-cache capacity of h100: 390 sequences" in line, line
     assert "--kv-fraction" not in line and "0.95 of the memory left after weights" in line, line
     assert "lower --concurrency, use --kv-dtype fp8, or --tp" in line
     again = one_line_error(run_cli("serve", "llama3-8b", "--on", "h100", "--kv-fraction", "0.99"))

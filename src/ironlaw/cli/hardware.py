@@ -62,7 +62,7 @@ def _parts(d) -> list:
     """The device's title line, its tables (rich Tables, cells without markup) and its sourced lines, in order."""
     from rich.table import Table
     from rich.text import Text
-    from ..core.units import fmt as f, fmt_size, fmt_time
+    from ..core.units import fmt as f, fmt_capacity, fmt_time
     from ..machine.network.topology import node_size
     T = Text                                    # sources may hold [brackets] ("the [calibration] table")
     parts: list = [f"{d.name} — {d.title} ({d.kind})  {d.path}"]
@@ -77,7 +77,8 @@ def _parts(d) -> list:
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
         t.add_column(col, no_wrap=col != "source")
     for m in d.memory:
-        t.add_row(m.name, m.role, fmt_size(m.capacity_bytes), f(m.bw_Bps, "B/s"), T(m.source))
+        t.add_row(m.name, m.role, fmt_capacity(m.capacity_bytes, m.capacity_binary), f(m.bw_Bps, "B/s"),
+                  T(m.source))
     parts += [t, f"per-op latency: {fmt_time(d.op_latency_s)} — {d.sources['latency']}"]
     if d.links:
         t = Table(title="links")

@@ -122,6 +122,22 @@ def fmt_size(x: float, digits: int = 3) -> str:
     return _scaled(x, "B", _BIN_PREFIXES, digits)
 
 
+def is_binary(text: object) -> bool | None:
+    """Whether a size as written states a binary prefix ('80 GiB': True), a decimal one ('3.84 TB': False), or
+    none (a bare number: None)."""
+    m = _NUM.match(text) if isinstance(text, str) else None
+    if not m or not m.group(2):
+        return None
+    return m.group(2)[:2] in _BIN
+
+
+def fmt_capacity(x: float, binary: bool | None, digits: int = 3) -> str:
+    """A capacity in the unit its source states, the other in brackets: '80 GiB (85.9 GB)', '3.84 TB (3.49 TiB)'.
+    ``binary`` from ``is_binary`` of the text the catalog holds; a bare number prints binary first."""
+    dec, bin_ = _scaled(x, "B", _DEC_PREFIXES, digits), fmt_size(x, digits)
+    return f"{dec} ({bin_})" if binary is False else f"{bin_} ({dec})"
+
+
 def fmt_num(x: float, digits: int = 3) -> str:
     """The one style for a bare number in text: thousands separators from 1,000 up, else ``digits``
     significant figures, never an exponent: 2374.4 -> '2,374', 94.43 -> '94.4', 0.000292 -> '0.000292'."""

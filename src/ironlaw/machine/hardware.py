@@ -111,6 +111,7 @@ class Tier:
     bw_Bps: float
     source: str
     latency_s: float | None = None
+    capacity_binary: bool | None = None   # the capacity as the catalog writes it: binary prefix, decimal, bare number
 
 
 @dataclass(frozen=True)
@@ -396,7 +397,8 @@ def _tiers(top: _Table, where: str) -> list[Tier]:
         if role not in ROLES:
             raise unknown(f"memory role in {where}.memory[{i}]", role, ROLES)
         tiers.append(Tier(t.text("name"), role, t.qty("capacity_bytes", "bytes", upper=1e18),
-                          t.qty("bw_Bps", "Bps", upper=1e16), t.source(), t.qty("latency_s", "s", False, upper=1.0)))
+                          t.qty("bw_Bps", "Bps", upper=1e16), t.source(), t.qty("latency_s", "s", False, upper=1.0),
+                          units.is_binary(t.get("capacity_bytes"))))
     _check_tiers(tiers, where)
     return tiers
 
