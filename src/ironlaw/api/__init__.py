@@ -96,9 +96,8 @@ def _train_spills(est, batch) -> bool:
     ``--micro-batch B --global-batch B`` does: the fit check's refusal with its hint, or that step where its
     memory plan (recomputation, sharding) fits. A recommender's tables stay priced in host memory."""
     import numpy as np
-    meta = est.graph.meta
-    return (est.graph.phase == "train" and np.ndim(batch) == 0 and "tokens" in meta and "layers" in meta
-            and bool(np.any(est.capacity_bound)))
+    from ..models import train_fit
+    return np.ndim(batch) == 0 and bool(np.any(train_fit.spills(est)))
 
 
 @front_door

@@ -87,12 +87,26 @@ def text(res, md: bool = False) -> None:
     con.print(f"J/{per}: joules per {per}, $/M {per}s: USD per million {per}s; board power idle_w + the binding "
               "resource's full-load power above idle × its busy fraction (ironlaw.law.power); "
               + "; ".join(f"{h}: {v['price']}" for h, v in res.energy_sources.items()), markup=False)
+    for line in unfit_lines(res):
+        con.print(line, markup=False)
     if not res.ridges:
         con.print("ridge point: the bound does not flip in this range")
     for rp in res.ridges:
         s = f" at seq {rp['seq']}" if rp["seq"] is not None else ""
         con.print(f"ridge point on {rp['hardware']}{s}: {rp['from']} → {rp['to']} at batch {rp['batch']} "
                   f"(between {rp['batch_before']} and {rp['batch_after']} on the grid)")
+
+
+def unfit_lines(res) -> list[str]:
+    """One line per device with points that do not fit: which batches, and why (its first such point's reason)."""
+    out = []
+    for hw in res.hardware:
+        rows = [r for r in res.rows() if r["hardware"] == hw and r["does_not_fit"]]
+        if rows:
+            batches = sorted({r["batch"] for r in rows})
+            out.append(f"does not fit on {hw} at batch {', '.join(map(str, batches))}: {rows[0]['does_not_fit']} "
+                       f"(`ironlaw analyze … --phase train --batch B` gives the fit check's hint)")
+    return out
 
 
 class _Paragraphs:

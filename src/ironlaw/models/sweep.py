@@ -7,7 +7,9 @@ the batch at which Llama-3-8B decode on an H100 turns compute-bound); it is refi
 whole batch by evaluating the integers between the two grid points that straddle the flip.
 
 Times are the law's op-by-op composition (``Estimate.total_s``); a configuration that does not
-fit anywhere has time inf (None in rows), throughput 0 and a 'capacity:…' label.
+fit anywhere has time inf (None in rows), throughput 0 and a 'capacity:…' label. A transformer's
+training step that exceeds the device's memory is not priced as spilled (``models.train_fit``, the
+test ``analyze`` applies): time inf, throughput 0, the label 'does not fit' and, in its row, the reason.
 """
 from __future__ import annotations
 
@@ -103,6 +105,7 @@ class Sweep:
     fixed_seq: int | None = None       # the workload's own seq where none is swept and its graph states one
     what_if: list = field(default_factory=list)     # the what-ifs applied to every point, as given
     devices: int = 1                   # the devices each point runs on (a what-if tp=N: N), energy and cost over all
+    unfit: np.ndarray | None = None    # (H, B, S) the reason a point does not fit ('' where it does), or None
 
     @property
     def points(self) -> int:
@@ -118,7 +121,8 @@ class Sweep:
                     out.append({"hardware": hw, "batch": int(b), "seq": self.fixed_seq if s is None else int(s),
                                 "time_s": t if np.isfinite(t) else None,
                                 "throughput": float(self.throughput[h, i, j]), "bottleneck": str(self.bottleneck[h, i, j]),
-                                **{k: _finite(v[h, i, j]) for k, v in self.energy.items()}})
+                                **{k: _finite(v[h, i, j]) for k, v in self.energy.items()},
+                                "does_not_fit": None if self.unfit is None else (str(self.unfit[h, i, j]) or None)})
         return out
 
     def to_dict(self) -> dict:
@@ -154,7 +158,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         raise IronlawError(f"sweep: {n:,} points is more than {MAX_POINTS:,}; split it")
     whatif = _check_whatif(whatif)
     from ..law.power import devices_of
-    times, thr, labs, ridges, energy, sources = [], [], [], [], [], {}
+    times, thr, labs, ridges, energy, sources, unfit = [], [], [], [], [], {}, []
     unit, g_phase, g_dtype, fixed = "samples/s", phase, dtype, None
     for hw in hws:
         est = _predict(spec, hw, b[:, None], None if s is None else s[None, :], phase, dtype, whatif, composition)
@@ -163,18 +167,40 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
         if s is None and g.meta.get("seq") is not None and np.ndim(g.meta["seq"]) == 0:
             fixed = int(g.meta["seq"])                                      # the workload's own, stated per point
         shape = (b.size, 1 if s is None else s.size)
-        t = np.broadcast_to(est.total_s, shape)
+        why = _unfit(est, hw, shape)
+        t = np.where(why != "", np.inf, np.broadcast_to(est.total_s, shape))
         units, unit = _work_units(g, shape)
         times.append(t)
         thr.append(np.where(np.isfinite(t), units / t, 0.0))
-        labs.append(np.broadcast_to(explain.labels(est), shape))
+        labs.append(_labels(est, shape))
+        unfit.append(why)
         n_dev = devices_of(g)
-        energy.append(_energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources, n_dev))
+        energy.append({k: np.where(why != "", np.nan, v) for k, v in
+                       _energy(est, hw, thr[-1], shape, usd_per_device_hour, gco2_per_kwh, sources, n_dev).items()})
         if ridge:
             ridges += _ridges(spec, hw, b, s, labs[-1], phase, dtype, whatif, composition)
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
                  np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources, fixed,
-                 [p.text for p in whatif], n_dev)
+                 [p.text for p in whatif], n_dev, np.stack(unfit))
+
+
+def _unfit(est, hw, shape) -> np.ndarray:
+    """(B, S) strings: why each point does not fit (``train_fit.reason``), '' where it does."""
+    from . import train_fit
+    spills = np.broadcast_to(train_fit.spills(est), shape)
+    out = np.full(shape, "", dtype=object)
+    if spills.any():
+        fp = train_fit.footprint_bytes(est, shape)
+        for idx in zip(*np.nonzero(spills)):
+            out[idx] = train_fit.reason(float(fp[idx]), hw)
+    return out
+
+
+def _labels(est, shape) -> np.ndarray:
+    """(B, S) bottleneck labels, 'does not fit' where a training step exceeds the device memory."""
+    from . import train_fit
+    labs = np.broadcast_to(explain.labels(est), shape)
+    return np.where(np.broadcast_to(train_fit.spills(est), shape), train_fit.DOES_NOT_FIT, labs)
 
 
 def _energy(est, hw, throughput, shape, usd_h, gco2, sources: dict, devices: int = 1) -> dict:
@@ -279,7 +305,7 @@ def _refine(spec, hw, lo: int, hi: int, lab_lo: str, sv, phase, dtype, whatif, c
     while hi - lo > 1:
         cand = np.unique(np.linspace(lo + 1, hi, min(REFINE_POINTS, hi - lo)).round())
         est = _predict(spec, hw, cand, None if sv is None else np.array([float(sv)]), phase, dtype, whatif, composition)
-        labs = np.broadcast_to(explain.labels(est), est.total_s.shape).reshape(cand.size, -1)[:, 0]
+        labs = _labels(est, np.shape(est.total_s)).reshape(cand.size, -1)[:, 0]
         flipped = np.nonzero(labs != lab_lo)[0]
         if flipped.size == 0:
             return hi

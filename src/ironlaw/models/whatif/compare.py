@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...law import critical_path, law
 from ...core.errors import IronlawError
 from ...core.units import fmt, fmt_size, fmt_time
@@ -158,6 +160,7 @@ def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None
     hw)`` gives the 'after' graph and device as the 'after' device prices them (``models.priced``)."""
     from . import apply
     steps = list(steps)
+    check_fits(before, "before")
     if vs_hardware:
         steps.append(f"hardware={vs_hardware}")
     if not steps:
@@ -169,4 +172,19 @@ def compare(before, steps: list[str], vs_hardware: str | None = None, graph=None
         fp = after.footprint()
         raise IronlawError(f"after {'; '.join(steps)}: {g.name} does not fit on {hw.name} "
                            f"(footprint {fmt_size(fp['total_bytes'])} exceeds all memory tiers)")
+    check_fits(after, f"after {'; '.join(steps)}")
     return Comparison(before, after, critical_path.from_estimate(before), critical_path.from_estimate(after), steps)
+
+
+def check_fits(est, case: str) -> None:
+    """Refuse, naming the ``case``, a transformer's training step that exceeds its device's memory: it does not run,
+    as ``analyze`` answers it (``models.train_fit``); a ratio against a step priced as spilled to host memory would
+    compare a step no framework takes."""
+    from .. import train_fit
+    if not bool(np.any(train_fit.spills(est))):
+        return
+    g = est.graph
+    size = ", ".join(f"{k} {g.meta[k]}" for k in ("batch", "seq") if k in g.meta)
+    fp = float(np.max(train_fit.footprint_bytes(est, np.shape(est.capacity_bound))))
+    raise IronlawError(f"{case}: {g.name} train ({size}) does not fit on {est.hw.name}: {train_fit.reason(fp, est.hw)}; "
+                       f"compare prices steps that run (`ironlaw analyze` of that case gives the fit check's hint)")
