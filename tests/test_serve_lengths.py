@@ -39,6 +39,17 @@ def test_requests_cycle_the_file(tmp_path):
           _serve(prompt=1024, output=256, requests=2000))
 
 
+def test_fewer_requests_than_the_file_take_its_whole_mix(tmp_path):
+    """A file stored in blocks (a dataset's sub-sets one after another: 500 short requests, then 500 long ones):
+    ``--requests 100`` draws them evenly over the file, not its first 100 (all short); whole passes stay in order."""
+    from ironlaw.models.serving.lengths import read
+    mix = read(_csv(tmp_path / "blocks.csv", [(100, 50)] * 500 + [(3000, 900)] * 500))
+    part = mix.cycled(100)
+    assert part.requests == 100 and part.prompt == mix.prompt and part.output == mix.output
+    more = mix.cycled(1100)
+    assert more.prompts[:1000] == mix.prompts and more.prompt == mix.prompt
+
+
 @pytest.mark.parametrize("n", [4, 2000])
 def test_a_longer_tail_at_the_same_mean_serves_fewer_tokens(tmp_path, n):
     """The same mean prompt and output (1024, 256): outputs of 64, 64, 64, 832 leave one request decoding alone

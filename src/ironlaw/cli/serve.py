@@ -15,8 +15,9 @@ KV_HELP = ("max-throughput: share of free memory for KV (0.95 or 95%; 0.95 as th
 
 LENGTHS_HELP = ("a file of per-request lengths in place of --prompt/--output: a CSV whose header names "
                 "the columns prompt and output (tokens; other columns read past, # lines comments) or JSON Lines of "
-                "{\"prompt\": P, \"output\": O}; --requests cycles them. Priced at the mix's token-weighted decode "
-                "context, its prompts' attention pairs, KV reserved per request by its own length")
+                "{\"prompt\": P, \"output\": O}; --requests cycles them (a part spread evenly over the file). "
+                "Priced at the mix's token-weighted decode context, its prompts' attention pairs, KV reserved per "
+                "request by its own length")
 
 
 @app.command()

@@ -5,7 +5,7 @@ starting with ``#`` are comments), or JSON Lines, one object per request with th
 (other keys read past).
 Every length is a whole number of tokens, at least 1. What the serving scenarios take of the mix:
 
-    requests          the file's, in order (``cycled`` repeats them to ``--requests``)
+    requests          the file's, in order (``cycled`` repeats them to ``--requests``, a part spread evenly)
     prompt, output    the means (rounded to whole tokens): the steady state's rate of requests per step, by Little's
                       law the batch over the mean life of a request, and its prompt tokens per step
     decode context    token-weighted: Σ o·(p + o//2) / Σ o, the mean context a decode token reads (one length per
@@ -77,8 +77,12 @@ class Lengths:
         return f"--lengths {self.source}, line {self.lines[i]}"
 
     def cycled(self, n: int) -> "Lengths":
-        """The first ``n`` requests of the file repeated in order (``--requests`` beside ``--lengths``)."""
-        idx = [i % self.requests for i in range(n)]
+        """``n`` requests drawn evenly over the file (``--requests`` beside ``--lengths``): its whole passes, in
+        order, then the rest spread at an even stride, so that a part of a file stored in blocks (a dataset's
+        sub-sets one after another) carries the whole file's mix rather than its first block's."""
+        whole, rest = divmod(n, self.requests)
+        idx = [i % self.requests for i in range(whole * self.requests)] + \
+            [(j * self.requests) // rest for j in range(rest)]
         return Lengths(self.source, tuple(self.prompts[i] for i in idx), tuple(self.outputs[i] for i in idx),
                        tuple(self.lines[i] for i in idx))
 
