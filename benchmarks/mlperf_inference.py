@@ -30,7 +30,8 @@ reference answers' lengths capped at the runs' max_output_len); the others one l
 vLLM at its default
 gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
 carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
-enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False); (3) the MI325X rows on the
+enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False), and AMD's Llama-2-70B rows
+at the decode batch their MLPerf scheduler holds (``DECODE_TARGET``) in place of max_num_seqs; (3) the MI325X rows on the
 MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured
 max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their kernel-choice
 grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
@@ -119,6 +120,13 @@ RELEASE_10_OVER_13 = {"fp8": 5.1753 / 4.0915, "bf16": 9.4170 / 7.7145}
 # (2 sum(o) mean(o)), from openshift-psap/performance-dashboard (commit 71007029) mlperf-data/summaries/mixtral-8x7b.csv (15,000 samples' input and reference output lengths: A =
 # 438.61, B = 0.8028; at the runs' 146 tokens 555.8 tokens where one length per request gives 427 + 146 / 2 = 500)
 MIXTRAL_CONTEXT = (438.61, 0.8028)
+# AMD's Llama-2-70B Offline rows: the decode batch AMD's MLPerf scheduler holds (each row's config,
+# ``harness_llm/models/llama2-70b/offline_<gpu>.yaml``: VLLM_LLAMA2_MLPERF_SCHED 1 and
+# VLLM_LLAMA2_MLPERF_MAX_TARGET_DECODE_BATCH; the patch closed/AMD/setup/vllm_patches/
+# scheduler-change-to-have-prefill-and-decode-reach-go.patch: a decode step takes at most that many sequences and a
+# prompt is admitted only while fewer run), below each row's max_num_seqs
+DECODE_TARGET = {"5.1-0001": 1536, "5.1-0027": 1536, "5.1-0002": 2048, "5.1-0003": 2048, "5.1-0006": 2048,
+                 "5.1-0068": 2048, "5.1-0081": 2048, "5.1-0045": 2000, "5.1-0095": 2000, "5.1-0098": 3072}
 RELEASE_GPUS = frozenset(p.stem for p in (ROOT / "src/ironlaw/machine/catalog/engine/trtllm-1.0").glob("*.toml"))
 
 
@@ -217,6 +225,12 @@ def unmixed(r: dict) -> float:
     own = frameworks.vllm
     with mock.patch.object(frameworks, "vllm", lambda hw, offline: replace(own(hw, offline), mixed_steps=False)):
         return predict(r)
+
+
+def at_decode_target(r: dict) -> float:
+    """What-if: an AMD Llama-2-70B row priced with its batch limit at the decode batch AMD's MLPerf scheduler holds
+    (``DECODE_TARGET``), not its max_num_seqs."""
+    return predict(r, max_batch=DECODE_TARGET[r["id"]])
 
 
 def on_pytorch_executor(r: dict) -> float:
@@ -376,6 +390,8 @@ def what_if(rows: list[dict]) -> None:
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
         cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),
                  ("vLLM V0 without chunked prefill (prompts in steps of their own)", unmixed, amd),
+                 ("AMD's Llama-2-70B rows at their scheduler's target decode batch (DECODE_TARGET)",
+                  at_decode_target, [r for r in amd if r["benchmark"] == "llama2-70b"]),
                  ("MI325X on the MI300X's gfx942 terms at factor 1 (not CARRIED_GEMM's 1.193)",
                   lambda r: on(r, factor=False), [r for r in amd if r["gpu"] == "mi325x"]),
                  ("MI300X and MI325X on those terms without their grid", lambda r: on(r, grid=False), gfx942),

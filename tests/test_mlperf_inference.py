@@ -137,6 +137,17 @@ def test_what_if_runs_vllm_without_mixed_steps(rows, monkeypatch):
     assert bench.unmixed(r) is False and bench.predict(r) is True
 
 
+def test_what_if_caps_amds_llama2_rows_at_their_schedulers_decode_target(rows, monkeypatch):
+    """``--what-if``'s scheduler case names a target decode batch for every AMD Llama-2-70B row, below its
+    max_num_seqs (AMD's patch caps a decode step there), and prices the row with that batch limit."""
+    amd = [r for r in rows if r["benchmark"] == "llama2-70b" and r["gpu"].startswith("mi")]
+    assert sorted(r["id"] for r in amd) == sorted(bench.DECODE_TARGET)
+    assert all(bench.DECODE_TARGET[r["id"]] < r["max_batch"] for r in amd)
+    monkeypatch.setattr(bench, "predict", lambda r, **kw: kw)
+    r = next(r for r in amd if r["gpu"] == "mi355x")
+    assert bench.at_decode_target(r) == {"max_batch": 3072}
+
+
 def test_h200_nvl_rows_are_priced_on_its_datasheet_and_what_if_carries_the_h200_calibration(rows, tmp_path):
     """The H200 NVL rows (5.1-0005, -0023, -0080) run on the catalog's h200-nvl, which holds no calibration (no
     release tables either: the catalog's kernels); ``--what-if`` prices them on the H200 SXM's calibration laid on
