@@ -19,7 +19,8 @@ deepseek-r1), the dataset's mean prompt (222, 427, 871, 9,429 and 804 tokens), t
 (tokens_s / samples_s), the submission's weights and KV-cache dtypes, TP, PP, EP and attention DP, batch limit, step
 token budget and memory fraction (--memory-fraction: TensorRT-LLM's kvcache_free_gpu_mem_frac, the KV cache's share of
 the memory free after weights and workspace; vLLM's gpu_memory_utilization), its requests (samples_per_query /
-instances) queued at once, on the engine the submission ran. TensorRT-LLM rows run on the kernels of the TensorRT-LLM
+instances) queued at once, on the engine the submission ran (a vLLM row with the long_prefill_token_threshold its
+command sets, ``LONG_PREFILL``: a library keyword). TensorRT-LLM rows run on the kernels of the TensorRT-LLM
 release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables, and, where the
 harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtime (``CPP_EXECUTOR``: --runtime cpp,
 every step eager with no CUDA graph, a measured C++ launch per kernel). DeepSeek-R1's rows run its dataset's own
@@ -88,6 +89,11 @@ LENGTHS = {"deepseek-r1": Path("tests/data/mlperf_deepseek_r1_lengths.csv")}
 # ``CoreType.TRTLLM_ENDPOINT``, trtllm-serve on the PyTorch backend (llmlib/config.py ``trtllm_backend`` 'pytorch').
 # Those rows run with ``runtime="cpp"`` (``serve --runtime cpp``: ironlaw.models.serving.step.runtime)
 CPP_EXECUTOR = frozenset({"llama2-70b", "mixtral-8x7b", "llama3.1-8b", "llama3.1-405b"})
+# the vLLM rows' long_prefill_token_threshold, where the submission set one (RedHat's closed/RedHat/code/llama3.1-8b/
+# README.md, "Running the harness for MLPerf Offline Scenario", On L40s: --long-prefill-token-threshold 256
+# --max-num-partial-prefills 1, the latter vLLM's default, so the run stays on the V1 engine): each request prefills
+# at most 256 prompt tokens a step (``serve``'s library keyword long_prefill_token_threshold, no CLI flag)
+LONG_PREFILL = {"5.1-0082": 256}
 # Mixtral's TensorRT-LLM checkpoint: ModelOpt ``mtq.auto_quantize`` over FP8 and unquantized (bf16, 16 bits) at
 # effective_bits 8.75, lm_head excluded (closed/<submitter>/code/mixtral-8x7b/modelopt/quantize.py ``quantize``;
 # each config's trtllm_checkpoint_flags). ModelOpt's ``_AutoQuantizeBaseSearcher.quant_grouping_rules``
@@ -174,16 +180,21 @@ def serve_kwargs(r: dict) -> dict:
         kw["release"] = TRTLLM_RELEASE
     if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR:
         kw["runtime"] = "cpp"
+    if r["id"] in LONG_PREFILL:
+        kw["long_prefill_token_threshold"] = LONG_PREFILL[r["id"]]
     return kw
 
 
 def command(r: dict) -> str:
     """The ``ironlaw serve`` command line that prices row ``r`` (one instance)."""
     flags = {"on": r["gpu"], **serve_kwargs(r)}
+    library = flags.pop("long_prefill_token_threshold", None)     # a library keyword, no flag
     parts = [f"ironlaw serve {r['spec']}"]
     for k, v in flags.items():
         flag = "--" + k.replace("_", "-")
         parts.append(flag if v is True else f"{flag} {v}")
+    if library is not None:
+        parts.append(f"# and ironlaw.serve(..., long_prefill_token_threshold={library})")
     return " ".join(parts)
 
 

@@ -77,11 +77,14 @@ def test_each_command_is_the_call_the_benchmark_makes(rows):
     from ironlaw.cli import app
     serve = typer.main.get_command(app).commands["serve"]
     for r in rows:
-        argv = shlex.split(bench.command(r))
+        argv = shlex.split(bench.command(r), comments=True)     # a library keyword follows as a comment
         assert argv[:3] == ["ironlaw", "serve", bench.BENCHMARKS[r["benchmark"]][1]]
         params = serve.make_context("serve", argv[2:]).params
         assert params["on"] == r["gpu"]
         for k, v in bench.serve_kwargs(r).items():
+            if k == "long_prefill_token_threshold":
+                assert f"# and ironlaw.serve(..., {k}={v})" in bench.command(r), r["id"]
+                continue
             assert params[k] == v, (r["id"], k)
         kw = bench.serve_kwargs(r)          # the submission's memory knob, as --memory-fraction, on every engine
         assert kw["memory_fraction"] == r["memory_fraction"] and "kv_fraction" not in kw, r["id"]
@@ -260,3 +263,10 @@ def test_deepseek_r1_lengths_are_the_datasets():
     assert mix.requests == 4388 and round(sum(mix.prompts) / 4388, 2) == 803.79 == round(803.7912, 2)
     assert mix.prompt == bench.BENCHMARKS["deepseek-r1"][2] and max(mix.outputs) == 20000
     assert round(sum(mix.outputs) / 4388, 2) == 3886.23 and mix.decode_context == 4979
+
+
+def test_the_l40s_vllm_row_runs_its_submissions_prefill_threshold(rows):
+    """RedHat's L40S Offline run sets --long-prefill-token-threshold 256 (its README); no other row sets one."""
+    for r in rows:
+        want = 256 if r["id"] == "5.1-0082" else None
+        assert bench.serve_kwargs(r).get("long_prefill_token_threshold") == want, r["id"]

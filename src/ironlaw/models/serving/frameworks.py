@@ -11,6 +11,12 @@ source:
                       on others 8192/256 and 2048/256; max_num_seqs at most max_num_batched_tokens
         chunked prefill   always on for generative models (same function): prompt chunks ride the decode batch
                       within max_num_batched_tokens
+        long_prefill_token_threshold   vllm/config/scheduler.py SchedulerConfig, default 0: no cap; where set, V1's
+                      vllm/v1/core/sched/scheduler.py Scheduler.schedule gives each request at most that many new
+                      tokens a step (a prompt over ⌈prompt / threshold⌉ steps, any number of prompts part-prefilled
+                      at once); max_num_partial_prefills / max_long_partial_prefills (default 1) are V0's only, V1
+                      refuses other values (``check_long_prefill``; a run sets the threshold through
+                      ``ironlaw.serve(..., long_prefill_token_threshold=N)``)
         CUDA graphs   vllm/config/vllm.py VllmConfig._set_cudagraph_sizes: the largest captured batch
                       min(2 · max_num_seqs, 512, max_num_batched_tokens); the sizes 1, 2, 4, then every 8 below
                       256, every 16 from 256
@@ -30,6 +36,9 @@ source:
         max_running_requests   the model runner's min(max(KV tokens / context length · 512, 2048), 4096),
                       at most KV tokens / 2: 2048 unless the KV pool holds over 4 context lengths
         page size     1 token (server_args.page_size default)
+        prefill batch  no per-request cap: PrefillAdder (managers/schedule_policy.py) fills one prefill batch up to
+                      chunked_prefill_size (and max_prefill_tokens, 16384, at or above every default chunk),
+                      chunking one request at a time
         mixing        enable_mixed_chunk off: a prompt chunk runs as a prefill batch of its own, the decode
                       batch after it (``step.ServingConstants.mixed_steps``)
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
@@ -70,6 +79,11 @@ MIB, GIB = 2.0**20, 2.0**30
 VLLM_SOURCE = "vllm-project/vllm at commit 99d7eb5 (v0.11 line)"
 VLLM_GRAPHS = "vllm/config/vllm.py VllmConfig._set_cudagraph_sizes (max_graph_size from max_num_seqs)"
 SGLANG_SOURCE = "sgl-project/sglang python/sglang/srt/server_args.py (v0.5 line)"
+VLLM_LONG_PREFILL = ("vllm/config/scheduler.py SchedulerConfig.long_prefill_token_threshold default 0 (no cap; "
+                     "vllm/v1/core/sched/scheduler.py Scheduler.schedule caps each request's new tokens per step at "
+                     "it where > 0)")
+SGLANG_PREFILL = ("no per-request cap: python/sglang/srt/managers/schedule_policy.py PrefillAdder caps the prefill "
+                  "batch (chunked_prefill_size, max_prefill_tokens 16384) and chunks one request at a time")
 CARRIED = ("per-step host constants (step_s, launch_s) and expert-GEMM terms carried from the TensorRT-LLM H100 fit "
            "(no {name} end-to-end results fitted)")
 
@@ -85,15 +99,20 @@ class Scheduler:
     block_tokens: int               # KV block (vLLM) / page (SGLang) in tokens
     memory_fraction: float          # of device memory for weights and KV (and vLLM's activations)
     sources: dict                   # field -> where the framework sets it
+    long_prefill_tokens: int = 0    # prompt tokens one request prefills per step at most (0: no cap)
 
-    def given(self, max_num_seqs=None, max_num_batched_tokens=None, memory_fraction=None) -> "Scheduler":
+    def given(self, max_num_seqs=None, max_num_batched_tokens=None, memory_fraction=None,
+              long_prefill_tokens=None) -> "Scheduler":
         """These limits where the run was given them (``serve --max-batch``, ``--max-num-tokens``,
-        ``--memory-fraction``), each source saying so; the framework's defaults otherwise. vLLM derives its
-        CUDA-graph capture sizes from the first two (``vllm_graph_sizes``), so given limits re-derive those too."""
+        ``--memory-fraction``, the library's ``long_prefill_token_threshold``), each source saying so; the
+        framework's defaults otherwise. vLLM derives its CUDA-graph capture sizes from the first two
+        (``vllm_graph_sizes``), so given limits re-derive those too."""
         out, sources = self, dict(self.sources)
         for key, value, flag, kind in (("max_num_seqs", max_num_seqs, "--max-batch", int),
                                        ("max_num_batched_tokens", max_num_batched_tokens, "--max-num-tokens", int),
-                                       ("memory_fraction", memory_fraction, "--memory-fraction", float)):
+                                       ("memory_fraction", memory_fraction, "--memory-fraction", float),
+                                       ("long_prefill_tokens", long_prefill_tokens, "long_prefill_token_threshold",
+                                        int)):
             if value is not None:
                 out, sources[key] = replace(out, **{key: kind(value)}), f"given ({flag})"
         if self.engine == "vllm" and (max_num_seqs is not None or max_num_batched_tokens is not None):
@@ -107,10 +126,12 @@ class Scheduler:
 
         def given(key: str) -> str:
             return " (given)" if self.sources[key].startswith("given") else ""
+        cap = (f", long_prefill_token_threshold {self.long_prefill_tokens}{given('long_prefill_tokens')}"
+               if self.long_prefill_tokens else "")
         return (f"scheduler: {'max_num_seqs' if vllm else 'max_running_requests'} {self.max_num_seqs}"
                 f"{given('max_num_seqs')}, "
                 f"{'max_num_batched_tokens' if vllm else 'chunked_prefill_size'} {self.max_num_batched_tokens}"
-                f"{given('max_num_batched_tokens')}, "
+                f"{given('max_num_batched_tokens')}{cap}, "
                 f"{mixing}, CUDA graphs up to {self.cuda_graph_batches[-1]}, {'block' if vllm else 'page'} "
                 f"{self.block_tokens}, memory fraction {self.memory_fraction:g}{given('memory_fraction')} "
                 f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
@@ -140,7 +161,8 @@ def vllm(hw, offline: bool) -> Scheduler:
         "max_num_batched_tokens": where, "mixed_steps": f"{where}: chunked prefill always on (V1)",
         "cuda_graph_batches": VLLM_GRAPHS,
         "block_tokens": "vllm/platforms/cuda.py (block_size 16 when unset)",
-        "memory_fraction": "vllm/config/cache.py CacheConfig.gpu_memory_utilization"})
+        "memory_fraction": "vllm/config/cache.py CacheConfig.gpu_memory_utilization",
+        "long_prefill_tokens": VLLM_LONG_PREFILL})
 
 
 def sglang(hw, tp: int = 1, pp: int = 1) -> Scheduler:
@@ -161,7 +183,8 @@ def sglang(hw, tp: int = 1, pp: int = 1) -> Scheduler:
         "mixed_steps": f"{where}.enable_mixed_chunk default False",
         "cuda_graph_batches": f"{where}._generate_cuda_graph_batch_sizes (cuda_graph_max_bs {graph_bs})",
         "block_tokens": f"{where}.page_size default 1",
-        "memory_fraction": f"{where}._handle_gpu_memory_settings (mem_fraction_static)"})
+        "memory_fraction": f"{where}._handle_gpu_memory_settings (mem_fraction_static)",
+        "long_prefill_tokens": SGLANG_PREFILL})
 
 
 @dataclass(frozen=True)
@@ -241,6 +264,23 @@ def check_memory_fraction(value) -> float | None:
     return float(value)
 
 
+def check_long_prefill(value, engine: str) -> int | None:
+    """The library's ``long_prefill_token_threshold`` as a whole number of tokens ≥ 1 (None: the engine's
+    default), else one line; an engine other than vLLM has no such knob and refuses it. vLLM's V1 scheduler gives
+    each request at most that many new tokens a step (``VLLM_LONG_PREFILL``), so a longer prompt is prefilled over
+    ⌈prompt / threshold⌉ steps, as many prompts at once as the step's token budget holds; its
+    max_num_partial_prefills and max_long_partial_prefills (default 1) are the V0 scheduler's, and V1 refuses
+    other values (vllm/engine/arg_utils.py EngineArgs: "Concurrent Partial Prefill")."""
+    if value is None:
+        return None
+    if engine != "vllm":
+        raise IronlawError(f"long_prefill_token_threshold is vLLM's scheduler's (the prompt tokens one request "
+                           f"takes per step); {NAMES[engine]} has no such limit: give engine='vllm' or drop it")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise IronlawError(f"long_prefill_token_threshold must be a whole number of tokens ≥ 1, got {value!r}")
+    return int(value)
+
+
 def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: float | None,
                        default: float) -> float:
     """TensorRT-LLM's free_gpu_memory_fraction for a run given ``memory_fraction`` (``--memory-fraction``) and
@@ -256,16 +296,19 @@ def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: 
 
 
 def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None,
-           memory_fraction: float | None = None, runtime: str = "pytorch") -> Engine:
+           memory_fraction: float | None = None, runtime: str = "pytorch",
+           long_prefill_tokens: int | None = None) -> Engine:
     """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
     ``hw`` (a catalog name or Hardware); ``memory_fraction`` (vLLM, SGLang): its scheduler's memory knob given
     (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``); ``runtime`` (TensorRT-LLM):
-    the executor that launches its kernels (``step.runtime``)."""
+    the executor that launches its kernels (``step.runtime``); ``long_prefill_tokens`` (vLLM): its
+    long_prefill_token_threshold given (``check_long_prefill``)."""
     from ...machine import hardware
     from .step.runtime import check_runtime
     check_engine(engine)
     check_release(engine, release)
     check_runtime(runtime, engine)
+    long_prefill_tokens = check_long_prefill(long_prefill_tokens, engine)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     hw2, cov = _with_engine(hw, engine, release)
     if release is not None and not cov.own:
@@ -273,7 +316,8 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None, runtime)
     sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
-    return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction)))
+    return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction),
+                                                long_prefill_tokens=long_prefill_tokens))
 
 
 _ENGINE_HW: dict = {}
@@ -309,6 +353,7 @@ def constants(eng: Engine, base):
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
+                   prefill_cap_tokens=s.long_prefill_tokens,
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
@@ -391,11 +436,12 @@ def mixed_chunk(eng: Engine, concurrency: int) -> int:
 
 
 def online_engine(engine: str, on, tp: int, release: str | None, memory_fraction: float | None, concurrency: int,
-                  chunk, runtime: str = "pytorch") -> tuple[Engine, dict]:
+                  chunk, runtime: str = "pytorch", long_prefill_tokens: int | None = None) -> tuple[Engine, dict]:
     """``serve``'s online run: the framework (``select``) and ``online.estimate``'s keywords under it — its
     scheduler's (``online_kwargs``), its release's and runtime's (``release_kwargs``), the memory fraction given
     (``memory_kwargs``)."""
-    eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction, runtime=runtime)
+    eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction, runtime=runtime,
+                 long_prefill_tokens=long_prefill_tokens)
     kw = memory_kwargs(eng, memory_fraction)
     if eng.scheduler is not None:
         kw.update(online_kwargs(eng, concurrency, chunk))
@@ -459,7 +505,8 @@ class EngineThroughput(ThroughputEstimate):
 
 def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
                    default_kv_fraction: float, release: str | None = None,
-                   memory_fraction: float | None = None, runtime: str = "pytorch") -> EngineThroughput:
+                   memory_fraction: float | None = None, runtime: str = "pytorch",
+                   long_prefill_tokens: int | None = None) -> EngineThroughput:
     """``serve --max-throughput --engine [--release] [--runtime] [--memory-fraction]``: TensorRT-LLM's path as it
     is (on the release's kernels where one is named, its host under the runtime named; ``memory_fraction`` its KV
     fraction), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs, mixing and
@@ -473,7 +520,7 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
     on = hardware.get(on) if isinstance(on, str) else on      # read once: select and the run share it
     memory_fraction = check_memory_fraction(memory_fraction)
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release,
-                 memory_fraction=memory_fraction, runtime=runtime)
+                 memory_fraction=memory_fraction, runtime=runtime, long_prefill_tokens=long_prefill_tokens)
     given_kv = kw.get("kv_fraction")               # absent: not given
     kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, given_kv, default_kv_fraction)}
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's

@@ -392,6 +392,8 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     t_mix = None
     if chunk is None and budget_chunk:
         chunk = eng.limits.max_num_tokens - concurrency
+    if chunk is not None and run.constants.prefill_cap_tokens:     # vLLM's long_prefill_token_threshold
+        chunk = min(chunk, run.constants.prefill_cap_tokens)
     if chunk is not None:
         c = min(chunk, prompt)
         check_chunk(chunk, c, concurrency, eng.limits.max_num_tokens, run.constants.mixed_steps)

@@ -6,7 +6,8 @@ shares: the two modes differ only in how batches form (waves of queued requests 
 
     steady state   a request lives S = n_ctx + output − 1 steps (n_ctx context steps, which produce its first
                    token: one where the prompt fits the token budget beside the step's decode tokens, else
-                   ⌈prompt / (max_num_tokens − d)⌉ chunks, ``context_steps``); with B sequences in flight
+                   ⌈prompt / (max_num_tokens − d)⌉ chunks, at least ⌈prompt / cap⌉ where the scheduler caps
+                   the prompt tokens a request takes per step, ``context_steps``); with B sequences in flight
                    on an engine, r = B / S
                    requests finish per step (Little's law), fewer where the token budget binds:
                    r · (prompt + output − 1) ≤ max_num_tokens where a step mixes decode and prompt tokens
@@ -162,7 +163,8 @@ def rate(prompt: int, output: int, batch: int, max_num_tokens: int, n_ctx: int,
     return r, int(round(r * (output - 1)))
 
 
-def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mixed: bool = True) -> int:
+def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mixed: bool = True,
+                  cap: int = 0) -> int:
     """Steps a prompt's context takes (module docstring, n_ctx): one where it fits beside the step's decode
     tokens, else chunks of what they leave of the token budget; an engine that does not mix them (``mixed``
     False: SGLang, its prefill batch a step of its own, ``ServingConstants.mixed_steps``) chunks the prompt to
@@ -172,18 +174,20 @@ def context_steps(prompt: int, output: int, batch: int, max_num_tokens: int, mix
     microBatchScheduler.cpp), vLLM's scheduler schedules its running requests before it chunks a waiting prompt
     to the token budget left (vllm/v1/core/sched/scheduler.py). Chunks are equal (no rounding to the chunk
     unit). The decode tokens are those of the first estimate, n_ctx = ⌈prompt / max_num_tokens⌉; more context
-    steps only lower them, so decode + chunk stays within the budget."""
+    steps only lower them, so decode + chunk stays within the budget. A scheduler that caps the prompt tokens one
+    request takes per step (``cap`` > 0: vLLM's long_prefill_token_threshold, ``ServingConstants.prefill_cap_tokens``)
+    takes at least ⌈prompt / cap⌉ steps over it, however much of the budget is left."""
     n_ctx = math.ceil(prompt / max_num_tokens)
-    if not mixed:
-        return n_ctx
-    _, d = rate(prompt, output, batch, max_num_tokens, n_ctx)
-    return math.ceil(prompt / max(max_num_tokens - d, 1))
+    if mixed:
+        _, d = rate(prompt, output, batch, max_num_tokens, n_ctx)
+        n_ctx = math.ceil(prompt / max(max_num_tokens - d, 1))
+    return max(n_ctx, math.ceil(prompt / cap)) if cap > 0 else n_ctx
 
 
 def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
     """The steady state of ``batch`` sequences on one engine (module docstring): rate, step mix, step time."""
     mixed = run.constants.mixed_steps
-    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, mixed)
+    n_ctx = context_steps(run.prompt, run.output, batch, max_num_tokens, mixed, run.constants.prefill_cap_tokens)
     S = n_ctx + run.output - 1
     r, d = rate(run.prompt, run.output, batch, max_num_tokens, n_ctx, mixed)
     q = r * n_ctx
@@ -211,13 +215,16 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
 
 
 def ramp(prompt: int, output: int, requests: int, max_num_tokens: int,
-         mixed: bool = True) -> list[tuple[int, int]] | None:
+         mixed: bool = True, cap: int = 0) -> list[tuple[int, int]] | None:
     """[(decode tokens, prompts admitted)] of each step of the ramp that admits ``requests`` queued at once into
     an engine that holds them all (module docstring, one wave): each step takes as many whole prompts as its
     token budget holds beside the decode tokens of the requests admitted before it, k_i = ⌊(max_num_tokens −
     admitted) / prompt⌋ (``mixed`` False: beside none, its prefill batch a step apart: ``budget_tokens``). None
     where a step admits none or the ramp outlasts a request's life (its first requests would finish and free
-    room during it: the steady state's case)."""
+    room during it: the steady state's case), and where a per-request cap (``cap``: vLLM's
+    long_prefill_token_threshold) splits each prompt over several steps, so that no step admits a whole one."""
+    if 0 < cap < prompt:
+        return None
     admitted, steps = 0, []
     while admitted < requests:
         k = min(requests - admitted, (max_num_tokens - (admitted if mixed else 0)) // prompt)
@@ -249,7 +256,8 @@ def one_wave(run: EngineRun, full: Steady, requests: int, max_num_tokens: int) -
     the drain in ``DRAIN_SEGMENTS`` runs of steps at each run's mean (its batch falls from the whole wave to one
     cohort, and a step's time is convex in its batch: the CUDA graph's padding, the weights' read). None where
     ``ramp`` is None or the engine pipelines (pp > 1); ``full`` gets the wave's counts."""
-    steps = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps) if run.lay.pp == 1
+    steps = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps,
+                  run.constants.prefill_cap_tokens) if run.lay.pp == 1
              else None)
     if steps is None:
         return None
@@ -301,7 +309,8 @@ def drained(run: EngineRun, full: Steady, batch: int, requests: int, max_num_tok
     from dataclasses import replace
     from .drain import profile, segments as bands
     n_ctx = int(full.stats["context_steps"])
-    wave = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps)
+    wave = (ramp(run.prompt, run.output, requests, max_num_tokens, run.constants.mixed_steps,
+                  run.constants.prefill_cap_tokens)
             if requests <= batch else None)
     parts, total = [], 0.0
     if wave is not None:

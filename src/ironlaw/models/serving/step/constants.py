@@ -74,6 +74,9 @@ class ServingConstants:
                                 # NVIDIA's MLPerf harness runs it: ``runtime``)
     runtime: str = "pytorch"    # the executor that launches the step's kernels (``runtime.RUNTIMES``): its
                                 # host cost per kernel is ``launch_s``
+    prefill_cap_tokens: int = 0  # prompt tokens one request prefills in a step at most (vLLM's
+                                 # long_prefill_token_threshold: ``frameworks.Scheduler.long_prefill_tokens``);
+                                 # 0: none, a prompt is chunked only where the step's token budget runs out
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the
