@@ -74,6 +74,9 @@ class ServingConstants:
                                 # NVIDIA's MLPerf harness runs it: ``runtime``)
     runtime: str = "pytorch"    # the executor that launches the step's kernels (``runtime.RUNTIMES``): its
                                 # host cost per kernel is ``launch_s``
+    framework_moe: str = ""     # vLLM, SGLang: the framework whose own kernel tables time its fused-MoE layer
+    own_moe: tuple = ()         # … the expert formats they time it in (``machine.engines.EngineKernels.moe``): a
+                                # routed layer TP shards runs on it (``expertcarry.tp_layer``); (): none
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the
