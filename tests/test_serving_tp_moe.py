@@ -92,3 +92,17 @@ def test_the_serve_notes_say_which_layer_prices_a_tp_sharded_routed_layer():
     assert "priced on the H100-fitted expert constants: h100 has no SGLang fused-MoE fit in fp8" in note
     assert not any(n.startswith("routed experts: TP") for n in
                    max_throughput(f"hf:{CONFIG}", "h100", 1024, 256, "trtllm", kw, 0.95).notes)
+
+
+def test_the_published_qwen3_235b_fp8_rows_run_the_block_scaled_layer():
+    """benchmarks/vllm_sglang_published.py prices Qwen3-235B-A22B's FP8 checkpoint rows (128 x 128 block-scaled, as
+    its CSV header states) on a config that says so: the experts run vLLM's fp8_block layer at TP 4, not its
+    per-tensor FP8 one (at this shape and TP 4 the H100 tables time the two 0.29 ms and 0.99 ms for 256 tokens)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import vllm_sglang_published as bench
+    spec = bench.CHECKPOINTS[("qwen3-235b-a22b", "fp8")]
+    assert json.loads(Path(spec[3:]).read_text())["quantization_config"]["weight_block_size"] == [128, 128]
+    from ironlaw.models.serving.frameworks import max_throughput
+    est = max_throughput(spec, "h100", 2000, 100, "vllm", {"tp": 4, "dtype": "fp8", "requests": 100}, 0.95)
+    assert any(n.endswith("priced on vLLM's fused-MoE fit in fp8_block at that shape") for n in est.notes)
