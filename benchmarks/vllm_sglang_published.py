@@ -15,8 +15,8 @@ every request sent at once; the published figure is the run's duration, compared
 
 Each row is priced by ``ironlaw.serve(model, gpu, max_throughput=True, engine=vllm|sglang, requests=N, ...)``: the
 N requests queued at once, at the row's mean lengths (input_tokens / N, output_tokens / N), the checkpoint's weight
-dtype, the KV cache in BF16 (both engines' kv_cache_dtype "auto" follows the model dtype, BF16 for these FP8
-checkpoints), TP / EP / attention DP as the command sets them, and the framework's scheduler defaults
+dtype (and format: ``CHECKPOINTS``, Qwen3-235B-A22B's block-scaled FP8), the KV cache in BF16 (both engines'
+kv_cache_dtype "auto" follows the model dtype, BF16 for these FP8 checkpoints), TP / EP / attention DP as the command sets them, and the framework's scheduler defaults
 (``ironlaw.models.serving.frameworks``) for the OpenAI server the page started — vLLM's ``vllm serve`` budget
 (8192 batched tokens on a ≥ 70 GiB GPU, not the offline LLM class's 16384) unless the command sets
 ``--max-num-batched-tokens``.
@@ -52,6 +52,9 @@ CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
 # the rows' models as ironlaw names them (built-ins; Qwen3-14B from its Hugging Face config)
 SPECS = {"qwen3-14b": "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-14b.json"), "qwen3-32b": "qwen3-32b",
          "deepseek-r1": "deepseek-r1", "gpt-oss-20b": "gpt-oss-20b", "qwen3-235b-a22b": "qwen3-235b-a22b"}
+# a checkpoint whose format the built-in does not state: (model, dtype) -> its config (Qwen3-235B-A22B's FP8 checkpoints
+# are block-scaled, 128 x 128 weight blocks, as the CSV header says: their routed experts run the fp8_block MoE layer)
+CHECKPOINTS = {("qwen3-235b-a22b", "fp8"): "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-235b-a22b-fp8.json")}
 PROVENANCE = ("framework", "version", "gpu", "serve_command", "dataset", "source_url", "source_section",
               "source_date", "license")
 
@@ -93,7 +96,8 @@ def predict(r: dict, step_s: float | None = None) -> float:
         from ironlaw.models.serving import throughput
         with mock.patch.object(throughput, "FITTED", replace(throughput.FITTED, step_s=step_s)):
             return predict(r)
-    est = ironlaw.serve(SPECS[r["model"]], r["gpu"], prompt=r["prompt"], output=r["output"], tp=r["tp"],
+    spec = CHECKPOINTS.get((r["model"], r["dtype"]), SPECS[r["model"]])
+    est = ironlaw.serve(spec, r["gpu"], prompt=r["prompt"], output=r["output"], tp=r["tp"],
                         ep=r["ep"], attention_dp=bool(r["attention_dp"]), dtype=r["dtype"], kv_dtype="bf16",
                         max_throughput=True, requests=r["num_prompts"], max_num_tokens=server_budget(r),
                         engine=r["framework"])

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ...core.errors import IronlawError
 from ...core.gemmshape import GPU_M_HALF
-from ...core.graph import dtype_bytes
+from ...core.graph import Graph, dtype_bytes
 from ...core.units import fmt_size
 from .kvcache import FP8_KV_DTYPES
 from .step import (EngineRun, ServingConstants, StoredExperts, build, engine_hw, routed_weight_bytes,
@@ -451,7 +451,10 @@ def engine_of(spec, hw, lay: Layout, dtype, kv_dtype, seq: tuple[int, int], meta
     footprint = {"weights": mem["weights_bytes"] * split, "kv_cache": kv_in_use * kv_split,
                  "activations": mem["workspace_bytes"]}
     if meta.get("experts"):                             # the routed experts' compute η at this GPU's ceiling
-        from .expertcarry import carried, measured_layer, one_gpu_layer
+        from ..precision import moe_recipe
+        from .expertcarry import carried, measured_layer, one_gpu_layer, tp_layer
+        recipe = moe_recipe(Graph(spec, "decode", dtype, [], meta=meta))
+        constants = tp_layer(constants, hw, dtype, lay, recipe)
         constants = carried(measured_layer(one_gpu_layer(constants, hw, dtype, lay), hw, dtype, lay), hw, dtype)
     return EngineRun(spec, hw, engine_hw(hw, constants), lay, dtype, kv_dtype, seq[0], seq[1], footprint, constants,
                      graph_ceiling(limits, constants), experts)

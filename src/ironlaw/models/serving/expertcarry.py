@@ -116,6 +116,31 @@ def one_gpu_layer(constants, hw, dtype: str, lay):
     return replace(constants, moe_tables=True, expert_layer_scale=None)
 
 
+def tp_layer(constants, hw, dtype: str, lay, recipe: str | None = None):
+    """``constants`` with the routed experts on the framework's own measured fused-MoE layer (``moe_tables``) where
+    tensor parallelism shards every expert (``lay.tp`` > 1, no EP, no attention DP) and the framework's tables time
+    that layer in the experts' format (``constants.own_moe``: ``dtype``, or ``recipe``, ``precision.moe_recipe``,
+    where the device holds it); unchanged elsewhere (TensorRT-LLM's constants state no ``own_moe``).
+
+    vLLM and SGLang shard each expert over the TP group unless told to use expert parallelism (vLLM
+    vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``: EP only with
+    ``enable_expert_parallel``, default False in vllm/config/parallel.py ``ParallelConfig``; SGLang
+    python/sglang/srt/layers/moe/fused_moe_triton/layer.py ``FusedMoE.__init__``: intermediate_size / moe_tp_size per
+    rank, moe_tp_size = tp_size / ep_size, ``ServerArgs.ep_size`` default 1): each GPU runs the fused-MoE kernel on
+    all experts at intermediate / TP, then the TP all-reduce. That is the layer the frameworks' tables time at
+    ``moe_tp_size`` > 1 (aiconfigurator collector/vllm/collect_moe.py ``run_moe_torch``: ``FusedMoE`` built with
+    tp_size = moe_tp_size; collector/sglang/collect_moe.py ``run_moe_torch``: inter_size // moe_tp_size), fitted
+    with them (measure/calibrate/moefit.py ``terms``: i' = inter_size / moe_tp_size). The step's routed GEMMs carry
+    that shape after ``parallel.tp_shard`` (N or K over TP, FLOPs and weights too)."""
+    from .step import GROUPED_GEMM, moe_kernels
+    if constants.moe_tables or not constants.own_moe or lay.tp == 1 or lay.ep > 1 or lay.attention_dp:
+        return constants
+    gemm, _, carried_to = moe_kernels(hw, dtype, recipe)
+    if gemm == GROUPED_GEMM or carried_to is not None or gemm.rsplit(".", 1)[1] not in constants.own_moe:
+        return constants
+    return replace(constants, moe_tables=True, expert_layer_scale=None)
+
+
 def measured_layer(constants, hw, dtype: str, lay):
     """``constants`` with an expert-parallel routed layer (``lay.tp`` > 1) on ``hw``'s measured MoE layer in
     ``dtype`` times the level constant ``expert_layer_scale``, where the constants set one and ``hw`` holds that
@@ -153,4 +178,19 @@ def notes(run, ests) -> list[str]:
                           if op.attrs.get("kernel_for")})
     for want, used in carried_for:
         out.append(f"{want} priced on {used}: {hw.name} has no {want} fitted on measured kernel tables")
+    if routed and c.framework_moe and run.lay.tp > 1 and run.lay.ep == 1 and not run.lay.attention_dp:
+        out.append(tp_note(c, hw, dtype, run.lay.tp, ests))
     return out
+
+
+def tp_note(c, hw, dtype: str, tp: int, ests) -> str:
+    """What prices a routed layer TP shards under vLLM or SGLang (``tp_layer``): the framework's fused-MoE fit at
+    the sharded shape, or why the expert η instead."""
+    from ..precision import moe_recipe
+    fw, fmt = c.framework_moe, moe_recipe(ests[0].graph) or dtype
+    head = (f"routed experts: TP {tp} shards every expert (intermediate / {tp} per GPU, {fw}'s default without "
+            f"expert parallelism)")
+    if c.moe_tables:
+        return f"{head}, priced on {fw}'s fused-MoE fit in {fmt} at that shape"
+    return (f"{head}, priced on the H100-fitted expert constants: {hw.name} has no {fw} fused-MoE fit in {fmt} "
+            f"(its tables time {', '.join(c.own_moe) or 'none'})")

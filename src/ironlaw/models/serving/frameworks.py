@@ -72,7 +72,8 @@ import numbers
 from dataclasses import dataclass, fields, replace
 
 from ...core.errors import IronlawError
-from ...machine.engines import DEFAULT, NAMES, check_engine, check_release, default_for, default_note, with_engine
+from ...machine.engines import (DEFAULT, NAMES, check_engine, check_release, default_for, default_note, moe_dtypes,
+                                with_engine)
 from .throughput import ThroughputEstimate
 
 MIB, GIB = 2.0**20, 2.0**30
@@ -349,7 +350,8 @@ def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
     mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device: vLLM's beside
     its profiled activations, SGLang's holding them), its TP all-reduce on NCCL's measured curve (TensorRT-LLM's
-    own all-reduce kernel is TensorRT-LLM's)."""
+    own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
+    (``EngineKernels.moe``): a routed layer TP shards runs on that layer (``expertcarry.tp_layer``)."""
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
@@ -357,6 +359,7 @@ def constants(eng: Engine, base):
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
+                   framework_moe=NAMES[eng.name], own_moe=moe_dtypes(eng.kernels.moe),
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 

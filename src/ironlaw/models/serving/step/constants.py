@@ -77,6 +77,9 @@ class ServingConstants:
     prefill_cap_tokens: int = 0  # prompt tokens one request prefills in a step at most (vLLM's
                                  # long_prefill_token_threshold: ``frameworks.Scheduler.long_prefill_tokens``);
                                  # 0: none, a prompt is chunked only where the step's token budget runs out
+    framework_moe: str = ""     # vLLM, SGLang: the framework whose own kernel tables time its fused-MoE layer
+    own_moe: tuple = ()         # … the expert formats they time it in (``machine.engines.EngineKernels.moe``): a
+                                # routed layer TP shards runs on it (``expertcarry.tp_layer``); (): none
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the

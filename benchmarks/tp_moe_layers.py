@@ -1,0 +1,81 @@
+"""vLLM / SGLang routed layers that TP shards, per layer: ironlaw against the framework's own measured fused-MoE layer.
+
+    python benchmarks/tp_moe_layers.py --data DIR     # DIR: aiconfigurator-core 0.12.0's systems/data
+
+For the TP-sharded MoE layers of benchmarks/vllm_sglang_published.py (Qwen3-235B-A22B on 4 H100, DeepSeek-R1 on 8
+H200; no EP, so every expert runs at intermediate / TP on each GPU), the routed layer's seconds in a decode step of
+8, 64 and 256 tokens as ``serve --engine vllm|sglang`` prices it (its grouped GEMMs and rows, per layer:
+``expertcarry.tp_layer``, the framework's fused-MoE fit at the sharded shape), as the H100-fitted expert constants
+price it, and the framework's ``moe_perf`` row at the same shape, ``moe_tp_size`` = TP, EP 1, balanced routing.
+Nothing is fitted here.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# (spec, gpu, framework, dtype, the table's moe_dtype, TP, (hidden, inter, experts, top-k), table version)
+QWEN_FP8 = "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-235b-a22b-fp8.json")
+CASES = [("qwen3-235b-a22b", "h100", "vllm", "fp8", "fp8", 4, (4096, 1536, 128, 8), "0.24.0"),
+         (QWEN_FP8, "h100", "vllm", "fp8", "fp8_block", 4, (4096, 1536, 128, 8), "0.24.0"),
+         ("deepseek-r1", "h200", "vllm", "fp8", "fp8_block", 8, (7168, 2048, 256, 8), "0.24.0"),
+         ("deepseek-r1", "h200", "sglang", "fp8", "fp8_block", 8, (7168, 2048, 256, 8), "0.5.14")]
+TOKENS = (8, 64, 256)
+
+
+def routed_us(run, tokens: int) -> float:
+    """Microseconds per layer of the routed experts (grouped GEMMs, permute, activation, combine) in a decode step."""
+    import numpy as np
+    from ironlaw.models.serving import step
+    _, est = step.step_seconds(run, tokens, 0.0, 0.0, True)
+    ops = est.graph.ops
+    mask = np.array([op.attrs.get("expert") == "routed" or
+                     (op.module == "experts" and op.attrs.get("role") in step.ROUTED_ROLES) for op in ops])
+    counts = np.array([op.count for op in ops], float)
+    layers = max(counts[mask])
+    return float(np.sum(np.asarray(est.op_time_s).reshape(len(ops))[mask] * counts[mask]) / layers * 1e6)
+
+
+def case_lines(data: Path, case) -> list[str]:
+    import pyarrow.parquet as pq
+    from ironlaw.models.serving import engine, frameworks, step
+    spec, gpu, fw, dtype, table_dtype, tp, (h, i, e, k), version = case
+    eng = frameworks.select(fw, gpu, tp, offline=True)
+    c = frameworks.constants(eng, engine.FITTED)
+    lay = engine.Layout(tp=tp)
+    meta, limits, mem = engine.prepare(spec, eng.hw, lay, dtype, "bf16", 1024, 256, 1.0, 512, 8192, c)
+    t = pq.read_table(data / f"{gpu}_sxm/moe/{fw}/{version}/moe_perf.parquet").to_pandas()
+    t = t[(t.hidden_size == h) & (t.inter_size == i) & (t.num_experts == e) & (t.topk == k) & (t.moe_tp_size == tp)
+          & (t.moe_ep_size == 1) & (t.moe_dtype == table_dtype) & (t.distribution == "balanced")]
+    run = engine.engine_of(spec, eng.hw, lay, dtype, "bf16", (1024, 256), meta, limits, mem, max(TOKENS), c)
+    eta = replace(run, constants=c, law_hw=step.engine_hw(eng.hw, c))
+    out = []
+    for n in TOKENS:
+        row = t[t.num_tokens == n]
+        meas = f"{float(row.latency.iloc[0]) * 1e3:9.1f}" if len(row) else "        —"
+        out.append(f"{Path(spec).stem:<22} {gpu:<4} {fw:<6} {table_dtype:<9} TP {tp}  {n:>4} tokens   "
+                   f"{routed_us(run, n):9.1f} {routed_us(eta, n):9.1f} {meas}"
+                   + ("" if run.constants.moe_tables else "   (not on the framework's layer)"))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="aiconfigurator_core/systems/data of aiconfigurator-core 0.12.0")
+    args = ap.parse_args()
+    data = Path(args.data)
+    if not data.is_dir():
+        print(f"--data {data}: no such folder", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT / "src"))
+    print("model                  gpu  engine table     TP   step         serve µs  constants  table µs")
+    for case in CASES:
+        print("\n".join(case_lines(data, case)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
