@@ -29,28 +29,27 @@ outputs the reference answers' lengths capped at the harness's max_output_len) o
 generated tokens per sample. DeepSeek-R1, Mixtral and Llama-3.1-405B pass; Llama-2-70B and Llama-3.1-8B run one
 length per request (the mean prompt, the run's generated tokens).
 
-``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under twelve what-ifs, storing nothing: (1)
-vLLM at its default
-gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
-carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
-enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False); (3) the MI325X rows on the
-MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured
-max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their kernel-choice
-grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
-the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the NVL's datasheet
-(the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried
-η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which ran TensorRT
-engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its PyTorch
-executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at the fitted
-launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the rows on their
-dataset's lengths at one length per request (the dataset's mean prompt, the run's generated tokens per sample) in place
-of the dataset's lengths, and on the dataset's prompts with every output the run's generated tokens per sample; (8) Mixtral's TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``:
-two placements that fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each
-step's tokens (``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured
-1.0 / 1.3 ratio (``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted
-decode context (``MIXTRAL_CONTEXT``) at one length per request (the dataset's lengths carry their own);
-(12) their prompts' attention in bf16 on the fp8 cache,
-as the builder's use_fp8_context_fmha disabled runs it.
+``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under twelve what-ifs, storing nothing:
+(1) vLLM at its default gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before
+--memory-fraction carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it
+(VLLM_USE_V1 0, enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False); (3) the
+MI325X rows on the MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193
+(AMD's measured max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their
+kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows
+(datasheet-only: the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the
+NVL's datasheet (the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W
+limit; the carried η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which
+ran TensorRT engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its
+PyTorch executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at
+the fitted launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the rows on their
+dataset's lengths at one length per request (the dataset's mean prompt, the run's generated tokens per sample), and on
+the dataset's prompts with every output the run's generated tokens per sample; (8) Mixtral's TensorRT-LLM rows on
+their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``: two placements that
+fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each step's tokens
+(``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured 1.0 / 1.3 ratio
+(``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted decode context
+(``MIXTRAL_CONTEXT``) at one length per request (the dataset's lengths carry their own); (12) their prompts' attention
+in bf16 on the fp8 cache, as the builder's use_fp8_context_fmha disabled runs it.
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -58,6 +57,7 @@ too fast).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import functools
 import statistics
@@ -239,24 +239,32 @@ def predict(r: dict, **given) -> float:
     return est.output_tokens_per_s / (r["tp"] * r["pp"])
 
 
-def scored(rows: list[dict] | None = None) -> list[dict]:
-    """Every row with ``pred`` (tokens/s per GPU), ``err`` (predicted / published - 1) and ``seconds`` (its call's).
-    Rows that make the same call (model, GPU and ``serve`` keywords: on a dataset file the run's own generated
-    tokens enter only the rule) are priced once, and the KV bytes of a sequence of so many tokens
-    (``kv_sequence_bytes``, evaluated per distinct length of a file's mix) once per model, GPU and dtypes."""
+@contextlib.contextmanager
+def kv_once():
+    """Within it, ``serve`` takes the KV bytes of a sequence of so many tokens (``engine.kv_sequence_bytes``, which
+    ``Lengths.weighted`` evaluates per distinct length of a file's mix, a model graph each) once per model, GPU
+    (its catalog name) and dtypes."""
     from unittest import mock
 
     from ironlaw.models.serving import engine
-    out, priced, kv = [], {}, {}
-    own = engine.kv_sequence_bytes
+    kv, own = {}, engine.kv_sequence_bytes
 
-    def kv_once(spec, hw, meta, dtype, kv_dtype, tokens, constants):
+    def once(spec, hw, meta, dtype, kv_dtype, tokens, constants):
         key = (spec, hw.name, dtype, kv_dtype, tokens, constants)
         if key not in kv:
             kv[key] = own(spec, hw, meta, dtype, kv_dtype, tokens, constants)
         return kv[key]
 
-    with mock.patch.object(engine, "kv_sequence_bytes", kv_once):
+    with mock.patch.object(engine, "kv_sequence_bytes", once):
+        yield
+
+
+def scored(rows: list[dict] | None = None) -> list[dict]:
+    """Every row with ``pred`` (tokens/s per GPU), ``err`` (predicted / published - 1) and ``seconds`` (its call's).
+    Rows that make the same call (model, GPU and ``serve`` keywords: on a dataset file the run's own generated
+    tokens enter only the rule) are priced once, each sequence length's KV bytes once (``kv_once``)."""
+    out, priced = [], {}
+    with kv_once():
         for r in rows if rows is not None else load():
             key = (r["spec"], r["gpu"], r["tp"] * r["pp"], tuple(sorted(serve_kwargs(r).items())))
             if key not in priced:
@@ -442,14 +450,14 @@ def h200_carried(r: dict, tmp: Path) -> str:
 
 def what_if(rows: list[dict]) -> None:
     """``--what-if``: the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under each what-if (module docstring),
-    per benchmark and GPU."""
+    per benchmark and GPU, each sequence length's KV bytes priced once (``kv_once``)."""
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm" and r["gpu"].startswith("mi")]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
     mixtral = [r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["engine"] == "trtllm"]
     on_file = [r for r in rows if on_dataset_lengths(r)]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, kv_once():
         def on(r, **kw):
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
         cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),

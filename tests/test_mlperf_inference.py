@@ -320,3 +320,19 @@ def test_rows_making_the_same_call_are_priced_once(rows, monkeypatch):
     assert len({r["output"] for r in b200}) > len(keys)
     out = bench.scored(b200)
     assert len(calls) == len(keys) < len(b200) and {r["pred"] for r in out} == {1000.0}
+
+
+def test_kv_once_prices_each_sequence_length_once(monkeypatch):
+    """Within ``kv_once`` the KV bytes of a sequence of so many tokens are priced once per model, GPU and dtypes
+    (the same figure each time); outside it the engine's own function runs again."""
+    from types import SimpleNamespace
+
+    from ironlaw.models.serving import engine
+    calls = []
+    monkeypatch.setattr(engine, "kv_sequence_bytes", lambda *a: calls.append(a[5]) or 2.0 * a[5])
+    h200, b200 = SimpleNamespace(name="h200"), SimpleNamespace(name="b200")
+    with bench.kv_once():
+        got = [engine.kv_sequence_bytes("m", h200, {}, "fp8", "fp8", t, None) for t in (64, 64, 128, 64)]
+        other = engine.kv_sequence_bytes("m", b200, {}, "fp8", "fp8", 64, None)
+    assert got == [128.0, 128.0, 256.0, 128.0] and other == 128.0 and calls == [64, 128, 64]
+    assert engine.kv_sequence_bytes("m", h200, {}, "fp8", "fp8", 64, None) == 128.0 and len(calls) == 4
