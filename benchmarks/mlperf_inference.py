@@ -23,32 +23,35 @@ instances) queued at once, on the engine the submission ran (a vLLM row with the
 command sets, ``LONG_PREFILL``: a library keyword). TensorRT-LLM rows run on the kernels of the TensorRT-LLM
 release the submissions built (1.0, ``TRTLLM_RELEASE``: --release) where the catalog holds its tables, and, where the
 harness ran TensorRT engines through TensorRT-LLM's C++ executor, on that runtime (``CPP_EXECUTOR``: --runtime cpp,
-every step eager with no CUDA graph, a measured C++ launch per kernel). DeepSeek-R1's rows run its dataset's own
-per-request lengths (``LENGTHS``: ``serve --lengths``, the samples cycled to the query's size, their outputs the
-reference answers' lengths capped at the runs' max_output_len); the others one length per request.
+every step eager with no CUDA graph, a measured C++ launch per kernel). A row runs its dataset's own per-request
+lengths (``LENGTHS``: ``serve --lengths``, the samples drawn evenly over the file to the instance's requests, their
+outputs the reference answers' lengths capped at the harness's max_output_len) only where the file passes the rule of
+``on_dataset_lengths``: its outputs are token counts whose mean is within ``LENGTHS_TOLERANCE`` (10%) of the run's
+generated tokens per sample. DeepSeek-R1, Mixtral and Llama-3.1-405B pass; Llama-2-70B and Llama-3.1-8B run one
+length per request (the mean prompt, the run's generated tokens).
 
-``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under twelve what-ifs, storing nothing: (1)
-vLLM at its default
-gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before --memory-fraction
-carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it (VLLM_USE_V1 0,
-enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False), and AMD's Llama-2-70B rows
-at the decode batch their MLPerf scheduler holds (``DECODE_TARGET``) in place of max_num_seqs; (3) the MI325X rows on the
-MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193 (AMD's measured
-max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their kernel-choice
-grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows (datasheet-only:
-the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the NVL's datasheet
-(the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W limit; the carried
-η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which ran TensorRT
-engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its PyTorch
-executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at the fitted
-launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the DeepSeek-R1 rows at one
-length per request (the dataset's mean prompt, the run's generated tokens per sample) in place of the dataset's
-lengths; (8) Mixtral's TensorRT-LLM rows on their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``:
-two placements that fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each
-step's tokens (``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured
-1.0 / 1.3 ratio (``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted
-decode context (``MIXTRAL_CONTEXT``), lengths unchanged; (12) their prompts' attention in bf16 on the fp8 cache,
-as the builder's use_fp8_context_fmha disabled runs it.
+``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under twelve what-ifs, storing nothing:
+(1) vLLM at its default gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before
+--memory-fraction carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it
+(VLLM_USE_V1 0, enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False), and AMD's
+Llama-2-70B rows at the decode batch their MLPerf scheduler holds (``DECODE_TARGET``) in place of max_num_seqs; (3) the
+MI325X rows on the MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193
+(AMD's measured max-achievable FP8 GEMM rates of the two); (4) the MI300X and MI325X rows on those terms without their
+kernel-choice grid (``grid_nodes`` / ``grid_log`` dropped: the fitted η(M, N, K) form alone); (5) the H200 NVL rows
+(datasheet-only: the catalog carries no calibration to it) on the H200 SXM's kernel-table calibration carried to the
+NVL's datasheet (the same GH100 and 141 GB HBM3e at 4.8 TB/s, its Tensor Core peaks 0.844 of the SXM's at a 600 W
+limit; the carried η are fractions of those peaks); (6) the TensorRT-LLM rows of the dense models and Mixtral, which
+ran TensorRT engines through TensorRT-LLM's C++ executor (``CPP_EXECUTOR``: priced with ``runtime="cpp"``), on its
+PyTorch executor instead (``runtime="pytorch"``), whose steps with prompt tokens launch every kernel from Python at
+the fitted launch cost (DeepSeek-R1 runs that PyTorch backend: ``CoreType.TRTLLM_ENDPOINT``); (7) the rows on their
+dataset's lengths at one length per request (the dataset's mean prompt, the run's generated tokens per sample), and on
+the dataset's prompts with every output the run's generated tokens per sample; (8) Mixtral's TensorRT-LLM rows on
+their ModelOpt auto_quantize checkpoint, a share of the layers left in bf16 (``AUTO_QUANTIZE``: two placements that
+fill its 8.75 effective bits); (9) their MoE layers at the measured fused-MoE rows around each step's tokens
+(``MOE_ROWS``), alone and with (8); (10) the RTX PRO 6000's at its 1.3 rows times the H200's measured 1.0 / 1.3 ratio
+(``RELEASE_10_OVER_13``), alone and with (8); (11) their attention at the dataset's token-weighted decode context
+(``MIXTRAL_CONTEXT``) at one length per request (the dataset's lengths carry their own); (12) their prompts' attention
+in bf16 on the fp8 cache, as the builder's use_fp8_context_fmha disabled runs it.
 
 Held out: nothing is fitted on these rows. Error = predicted / published tokens/s per GPU - 1 (positive: ironlaw
 too fast).
@@ -56,7 +59,9 @@ too fast).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import functools
 import statistics
 import sys
 import time
@@ -78,10 +83,21 @@ GPUS = ("h100", "h200", "h200-nvl", "b200", "gb200", "rtx-pro-6000", "l40s", "mi
 # price those rows where the catalog holds that release's tables (catalog/engine/trtllm-1.0: aiconfigurator 0.8.0's
 # TensorRT-LLM 1.0.0rc3 / rc6), the catalog's 1.3.0rc20 elsewhere (RTX PRO 6000)
 TRTLLM_RELEASE = "1.0"
-# benchmark: its dataset's per-request (prompt, output) lengths, priced through ``serve --lengths`` in place of one length
-# per request (the header names the source: openshift-psap/performance-dashboard's summary of the 4,388 samples, outputs
-# capped at the runs' max_output_len 20,000)
-LENGTHS = {"deepseek-r1": Path("tests/data/mlperf_deepseek_r1_lengths.csv")}
+# benchmark: its dataset's per-request (prompt, output) lengths, priced through ``serve --lengths`` in place of one
+# length per request where ``on_dataset_lengths`` holds (each header names the source: openshift-psap/
+# performance-dashboard's per-sample summaries at 71007029, outputs the reference answers' token counts capped at the
+# max_output_len each row's harness ran: DeepSeek-R1's 4,388 samples at 20,000, Mixtral's 15,000 at 1,024,
+# Llama-3.1-405B's 8,313 at 2,000). Mean outputs 3,886.2, 144.8, 684.7 against the runs' 3,650-3,744, 143-146,
+# 634-660 generated tokens per sample. Not stored, failing the rule: Llama-2-70B's summary (reference outputs
+# average 218.9 tokens, the runs generate 273-302) and Llama-3.1-8B's (its outputs the reference summaries'
+# characters / 4, not token counts)
+LENGTHS = {"deepseek-r1": Path("tests/data/mlperf_deepseek_r1_lengths.csv"),
+           "mixtral-8x7b": Path("tests/data/mlperf_mixtral_8x7b_lengths.csv"),
+           "llama3.1-405b": Path("tests/data/mlperf_llama3.1_405b_lengths.csv")}
+# the rule's bound: a dataset file's mean output against a run's generated tokens per sample (|mean / run - 1|)
+LENGTHS_TOLERANCE = 0.10
+# what a lengths file's header says of its output column where its outputs are token counts
+TOKEN_COUNTS = "outputs are token counts"
 # the benchmarks whose TensorRT-LLM rows ran TensorRT engines through TensorRT-LLM's C++ executor: every submitter's
 # closed/<submitter>/code/<benchmark>/tensorrt/__init__.py sets ``DEFAULT_CORE_TYPE = CoreType.TRTLLM_EXECUTOR``
 # (code/llmlib/cores/trtllm_executor_core.py: ``trtllm.Executor`` over the engine directory, its ``ExecutorConfig``
@@ -162,9 +178,29 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
     return rows
 
 
+@functools.lru_cache(maxsize=None)
+def dataset_outputs(path: Path) -> tuple[bool, float]:
+    """(whether the header of the lengths file at ``path`` says its outputs are token counts, ``TOKEN_COUNTS``; the
+    mean of its output column)."""
+    from ironlaw.models.serving.lengths import read
+    head = " ".join(line[1:].strip() for line in open(path) if line.startswith("#"))
+    mix = read(path)
+    return TOKEN_COUNTS in head.lower(), sum(mix.outputs) / mix.requests
+
+
+def on_dataset_lengths(r: dict) -> bool:
+    """The rule: row ``r`` runs its benchmark's dataset file (``LENGTHS``) only where the file's outputs are token
+    counts whose mean is within ``LENGTHS_TOLERANCE`` of the run's generated tokens per sample (``r["output"]``, the
+    log summary's tokens per second over samples per second, read by ``load``); else one length per request."""
+    if r["benchmark"] not in LENGTHS or r.get("one_length"):
+        return False
+    tokens, mean = dataset_outputs(ROOT / LENGTHS[r["benchmark"]])
+    return tokens and abs(mean / r["output"] - 1.0) <= LENGTHS_TOLERANCE
+
+
 def serve_kwargs(r: dict) -> dict:
     """``ironlaw.serve``'s keywords for one engine instance of row ``r``."""
-    lengths = {"lengths": str(LENGTHS[r["benchmark"]])} if r["benchmark"] in LENGTHS and not r.get("one_length") else \
+    lengths = {"lengths": str(LENGTHS[r["benchmark"]])} if on_dataset_lengths(r) else \
         {"prompt": r["prompt"], "output": r["output"]}
     kw = {**lengths, "dtype": r["weights"], "tp": r["tp"],
           "max_throughput": True, "requests": r["requests"], "max_batch": r["max_batch"],
@@ -198,25 +234,63 @@ def command(r: dict) -> str:
     return " ".join(parts)
 
 
+@functools.lru_cache(maxsize=None)
+def dataset_mix(path: str):
+    """The lengths file at ``path`` read once (``serving.lengths.read``; ``serve`` takes the ``Lengths`` as read)."""
+    from ironlaw.models.serving.lengths import read
+    return read(path)
+
+
+def call_kwargs(r: dict, **given) -> dict:
+    """``serve_kwargs`` of row ``r`` with ``given`` in their place, a dataset file as read (``dataset_mix``)."""
+    kw = {**serve_kwargs(r), **given}
+    if isinstance(kw.get("lengths"), (str, Path)):
+        kw["lengths"] = dataset_mix(str(ROOT / kw["lengths"]))
+    return kw
+
+
 def predict(r: dict, **given) -> float:
     """Predicted generated tokens/s per GPU of row ``r``: one instance's, over its TP x PP GPUs (``given``: keywords
     in place of the row's)."""
     import ironlaw
     spec = r["spec"].replace("hf:", "hf:" + str(ROOT) + "/", 1) if r["spec"].startswith("hf:") else r["spec"]
-    kw = {**serve_kwargs(r), **given}
-    if "lengths" in kw:
-        kw["lengths"] = str(ROOT / kw["lengths"])
-    est = ironlaw.serve(spec, r["gpu"], **kw)
+    est = ironlaw.serve(spec, r["gpu"], **call_kwargs(r, **given))
     return est.output_tokens_per_s / (r["tp"] * r["pp"])
 
 
+@contextlib.contextmanager
+def kv_once():
+    """Within it, ``serve`` takes the KV bytes of a sequence of so many tokens (``engine.kv_sequence_bytes``, which
+    ``Lengths.weighted`` evaluates per distinct length of a file's mix, a model graph each) once per model, GPU
+    (its catalog name) and dtypes."""
+    from unittest import mock
+
+    from ironlaw.models.serving import engine
+    kv, own = {}, engine.kv_sequence_bytes
+
+    def once(spec, hw, meta, dtype, kv_dtype, tokens, constants):
+        key = (spec, hw.name, dtype, kv_dtype, tokens, constants)
+        if key not in kv:
+            kv[key] = own(spec, hw, meta, dtype, kv_dtype, tokens, constants)
+        return kv[key]
+
+    with mock.patch.object(engine, "kv_sequence_bytes", once):
+        yield
+
+
 def scored(rows: list[dict] | None = None) -> list[dict]:
-    """Every row with ``pred`` (tokens/s per GPU), ``err`` (predicted / published - 1) and ``seconds``."""
-    out = []
-    for r in rows if rows is not None else load():
-        t0 = time.perf_counter()
-        pred = predict(r)
-        out.append(dict(r, pred=pred, err=pred / r["published"] - 1.0, seconds=time.perf_counter() - t0))
+    """Every row with ``pred`` (tokens/s per GPU), ``err`` (predicted / published - 1) and ``seconds`` (its call's).
+    Rows that make the same call (model, GPU and ``serve`` keywords: on a dataset file the run's own generated
+    tokens enter only the rule) are priced once, each sequence length's KV bytes once (``kv_once``)."""
+    out, priced = [], {}
+    with kv_once():
+        for r in rows if rows is not None else load():
+            key = (r["spec"], r["gpu"], r["tp"] * r["pp"], tuple(sorted(serve_kwargs(r).items())))
+            if key not in priced:
+                t0 = time.perf_counter()
+                priced[key] = (predict(r), time.perf_counter() - t0)
+            pred, seconds = priced[key]
+            out.append(dict(r, pred=pred, err=pred / r["published"] - 1.0, seconds=seconds))
     return out
 
 
@@ -255,6 +329,16 @@ def at_one_length(r: dict) -> float:
     """What-if: row ``r`` of a benchmark priced through its dataset's lengths (``LENGTHS``) priced instead at one
     length per request: the dataset's mean prompt and the run's generated tokens per sample."""
     return predict(dict(r, one_length=True))
+
+
+def at_run_output(r: dict, tmp: Path) -> float:
+    """What-if: row ``r`` on its dataset's per-request prompts (``LENGTHS``), every output the run's generated tokens
+    per sample in place of the reference answer's (a file of them written under ``tmp``)."""
+    path = tmp / f"{r['benchmark']}-{r['output']}.csv"
+    if not path.exists():
+        prompts = [line.split(",")[0] for line in open(ROOT / LENGTHS[r["benchmark"]]) if line[:1].isdigit()]
+        path.write_text(f"# {TOKEN_COUNTS}\nprompt,output\n" + "".join(f"{p},{r['output']}\n" for p in prompts))
+    return predict(r, lengths=str(path))
 
 
 def expert_layer_s(est, moe_rows: dict | None, dtype: str, tokens: float) -> float:
@@ -301,7 +385,7 @@ def auto_quantized(r: dict, placement: str | None, moe_rows: dict | None = None)
                 - (1 - experts) * expert_layer_s(est, moe_rows, "fp8", tokens)
                 - experts * expert_layer_s(half, moe_rows, "bf16", tokens)), est
 
-    mem = ironlaw.serve(r["spec"], r["gpu"], **serve_kwargs(r)).memory
+    mem = ironlaw.serve(r["spec"], r["gpu"], **call_kwargs(r)).memory
     fraction = r["memory_fraction"] * (mem["free_bytes"] - weights) / mem["free_bytes"]   # weights: +1 byte each
     with mock.patch.object(throughput, "step_seconds", mixed):
         return predict(r, memory_fraction=fraction)
@@ -309,7 +393,8 @@ def auto_quantized(r: dict, placement: str | None, moe_rows: dict | None = None)
 
 def at_weighted_context(r: dict) -> float:
     """What-if: Mixtral row ``r`` with every step's attention at the dataset's token-weighted decode context
-    (``MIXTRAL_CONTEXT``) in place of one length's prompt + output / 2; lengths and token budget unchanged."""
+    (``MIXTRAL_CONTEXT``) in place of one length's prompt + output / 2, at one length per request (the dataset's
+    lengths carry their own decode context); token budget unchanged."""
     from unittest import mock
 
     from ironlaw.models.serving.step import run as step_run
@@ -320,7 +405,7 @@ def at_weighted_context(r: dict) -> float:
         return own(*args, **dict(kw, context=round(a + b * r["output"])))
 
     with mock.patch.object(step_run, "step_graph", weighted):
-        return predict(r)
+        return predict(dict(r, one_length=True))
 
 
 def bf16_context_fmha(r: dict) -> float:
@@ -389,14 +474,15 @@ def h200_carried(r: dict, tmp: Path) -> str:
 
 
 def what_if(rows: list[dict]) -> None:
-    """``--what-if``: the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows under each what-if (module docstring),
-    per benchmark and GPU."""
+    """``--what-if``: the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under each what-if (module docstring),
+    per benchmark and GPU, each sequence length's KV bytes priced once (``kv_once``)."""
     import tempfile
     amd = [r for r in rows if r["engine"] == "vllm" and r["gpu"].startswith("mi")]
     gfx942 = [r for r in amd if r["gpu"] != "mi355x"]
     nvl = [r for r in rows if r["gpu"] == "h200-nvl"]
     mixtral = [r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["engine"] == "trtllm"]
-    with tempfile.TemporaryDirectory() as tmp:
+    on_file = [r for r in rows if on_dataset_lengths(r)]
+    with tempfile.TemporaryDirectory() as tmp, kv_once():
         def on(r, **kw):
             return predict(dict(r, gpu=gfx942_terms(r, Path(tmp), **kw)))
         cases = (("vLLM at its default gpu_memory_utilization (0.9)", at_default_memory_fraction, amd),
@@ -410,8 +496,9 @@ def what_if(rows: list[dict]) -> None:
                   lambda r: predict(dict(r, gpu=h200_carried(r, Path(tmp)))), nvl),
                  ("the C++-executor rows on TensorRT-LLM's PyTorch executor (--runtime pytorch)",
                   on_pytorch_executor, [r for r in rows if r["engine"] == "trtllm" and r["benchmark"] in CPP_EXECUTOR]),
-                 ("DeepSeek-R1 at one length per request (not its dataset's lengths)", at_one_length,
-                  [r for r in rows if r["benchmark"] in LENGTHS]),
+                 ("at one length per request (not the dataset's lengths)", at_one_length, on_file),
+                 ("the dataset's prompts, every output the run's generated tokens per sample",
+                  lambda r: at_run_output(r, Path(tmp)), on_file),
                  *((f"Mixtral's auto_quantize checkpoint with {p} in bf16", lambda r, p=p: auto_quantized(r, p),
                     mixtral) for p in AUTO_QUANTIZE),
                  *((f"Mixtral's MoE layers at the table's rows{', ' + p + ' in bf16' if p else ''}",
@@ -467,7 +554,7 @@ def print_rows(rows: list[dict]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every row and its ironlaw command")
-    ap.add_argument("--what-if", action="store_true", help="the AMD, H200 NVL, TensorRT-LLM and DeepSeek-R1 rows "
+    ap.add_argument("--what-if", action="store_true", help="the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows "
                                                            "under twelve what-ifs (nothing stored)")
     ap.add_argument("--benchmark", action="append", choices=sorted(BENCHMARKS), help="one benchmark (default: all)")
     args = ap.parse_args()

@@ -239,7 +239,8 @@ def test_auto_quantize_placements_fit_the_checkpoint_bits_and_slow_the_mixtral_r
     for experts, attn, bf16 in bench.AUTO_QUANTIZE.values():
         assert abs(bf16 - layers * (experts * experts_per_layer + attn * attention)) < layers * 3 * h
         assert 0.9 * 0.75 / 8 < bf16 / searched <= 0.75 / 8
-    r = next(r for r in rows if r["benchmark"] == "mixtral-8x7b" and r["gpu"] == "rtx-pro-6000")
+    r = next(dict(r, one_length=True) for r in rows                 # one length per request: fast, as the
+             if r["benchmark"] == "mixtral-8x7b" and r["gpu"] == "rtx-pro-6000")    # weighted-context case runs
     base, placement = bench.predict(r), next(iter(bench.AUTO_QUANTIZE))
     assert bench.auto_quantized(r, placement) < 0.97 * base
     assert bench.at_weighted_context(r) < base
@@ -270,3 +271,89 @@ def test_the_l40s_vllm_row_runs_its_submissions_prefill_threshold(rows):
     for r in rows:
         want = 256 if r["id"] == "5.1-0082" else None
         assert bench.serve_kwargs(r).get("long_prefill_token_threshold") == want, r["id"]
+
+
+# benchmark: (samples, the harness's max output length, output mean, prompt mean) of each further extract kept
+KEPT = {"mixtral-8x7b": (15000, 1024, 144.84, 427.39), "llama3.1-405b": (8313, 2000, 684.68, 9428.64)}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_kept_lengths_are_the_datasets(name):
+    """Each further extract of a set's per-sample lengths (``LENGTHS``) names its origin, license and the max output
+    length its rows' harness ran in the v5.1 tree (generation_config.json's max_output_len), says its outputs are
+    token counts, and holds the set's samples with the offline extract's mean prompt (``BENCHMARKS``)."""
+    from ironlaw.models.serving.lengths import read
+    samples, cap, output, prompt = KEPT[name]
+    path = ROOT / bench.LENGTHS[name]
+    head = " ".join(line[1:].strip() for line in open(path) if line.startswith("#"))
+    assert "openshift-psap/performance-dashboard" in head and "71007029fb5bced1d79808e7e64dc4c2af82ea55" in head
+    assert "Apache License 2.0" in head and "mlcommons/inference_results_v5.1 at 965182b0" in head
+    assert f'"max_output_len": {cap} at line 4' in head and bench.TOKEN_COUNTS in head.lower()
+    mix = read(path)
+    assert mix.requests == samples and mix.prompt == bench.BENCHMARKS[name][2]
+    assert round(sum(mix.prompts) / samples, 2) == prompt and round(sum(mix.outputs) / samples, 2) == output
+    assert max(mix.outputs) <= cap
+
+
+def test_rows_run_a_dataset_file_only_where_it_passes_the_rule(rows):
+    """DeepSeek-R1, Mixtral and Llama-3.1-405B rows run their files (token counts, means within 10% of every run's
+    generated tokens); Llama-2-70B and Llama-3.1-8B one length per request, and no lengths file is kept unread."""
+    on = {r["benchmark"] for r in rows if bench.on_dataset_lengths(r)}
+    off = {r["benchmark"] for r in rows if not bench.on_dataset_lengths(r)}
+    assert on == {"deepseek-r1", "mixtral-8x7b", "llama3.1-405b"} and off == {"llama2-70b", "llama3.1-8b"}
+    kept = {str(p.relative_to(ROOT)) for p in (ROOT / "tests/data").glob("mlperf_*_lengths.csv")}
+    assert kept == {str(p) for p in bench.LENGTHS.values()}
+
+
+@pytest.mark.parametrize("mean, header, used", [(219, True, False), (280, True, True), (280, False, False),
+                                                (325, True, False)])
+def test_a_file_failing_the_rule_is_not_used(rows, monkeypatch, tmp_path, mean, header, used):
+    """A Llama-2-70B file (the runs: 273-302 generated tokens per sample) is used only where its header says its
+    outputs are token counts and their mean is within 10% of the row's run: the reference answers' 219 tokens and
+    325 fail, 280 passes; 280 in a file that does not say token counts fails."""
+    path = tmp_path / f"70b-{mean}-{header}.csv"
+    path.write_text(("# Outputs are token counts.\n" if header else "# Outputs: characters / 4.\n")
+                    + "prompt,output\n" + f"222,{mean - 1}\n222,{mean + 1}\n")
+    monkeypatch.setitem(bench.LENGTHS, "llama2-70b", path)
+    r = next(r for r in rows if r["benchmark"] == "llama2-70b" and r["gpu"] == "h200")
+    assert 273 <= r["output"] <= 302
+    kw = bench.serve_kwargs(r)
+    assert ("lengths" in kw) == used and ("prompt" in kw) == (not used)
+
+
+def test_what_if_at_run_output_keeps_the_prompts_and_sets_every_output(rows, monkeypatch, tmp_path):
+    """``--what-if``'s run-output case prices a row on a file of its dataset's prompts, every output the run's
+    generated tokens per sample."""
+    from ironlaw.models.serving.lengths import read
+    monkeypatch.setattr(bench, "predict", lambda r, **given: given["lengths"])
+    r = next(r for r in rows if r["benchmark"] == "mixtral-8x7b")
+    mix, own = read(bench.at_run_output(r, tmp_path)), read(ROOT / bench.LENGTHS["mixtral-8x7b"])
+    assert mix.prompts == own.prompts and set(mix.outputs) == {r["output"]} != set(own.outputs)
+
+
+def test_rows_making_the_same_call_are_priced_once(rows, monkeypatch):
+    """``scored`` prices each distinct ``serve`` call once and gives every row making it the same figure: on a
+    dataset file the B200 Llama-3.1-405B rows' own generated tokens do not reach the call."""
+    calls = []
+    monkeypatch.setattr(bench, "predict", lambda r: calls.append(r["id"]) or 1000.0)
+    b200 = [r for r in rows if r["benchmark"] == "llama3.1-405b" and r["gpu"] == "b200"]
+    keys = {(r["tp"], r["pp"], tuple(sorted(bench.serve_kwargs(r).items()))) for r in b200}
+    assert len({r["output"] for r in b200}) > len(keys)
+    out = bench.scored(b200)
+    assert len(calls) == len(keys) < len(b200) and {r["pred"] for r in out} == {1000.0}
+
+
+def test_kv_once_prices_each_sequence_length_once(monkeypatch):
+    """Within ``kv_once`` the KV bytes of a sequence of so many tokens are priced once per model, GPU and dtypes
+    (the same figure each time); outside it the engine's own function runs again."""
+    from types import SimpleNamespace
+
+    from ironlaw.models.serving import engine
+    calls = []
+    monkeypatch.setattr(engine, "kv_sequence_bytes", lambda *a: calls.append(a[5]) or 2.0 * a[5])
+    h200, b200 = SimpleNamespace(name="h200"), SimpleNamespace(name="b200")
+    with bench.kv_once():
+        got = [engine.kv_sequence_bytes("m", h200, {}, "fp8", "fp8", t, None) for t in (64, 64, 128, 64)]
+        other = engine.kv_sequence_bytes("m", b200, {}, "fp8", "fp8", 64, None)
+    assert got == [128.0, 128.0, 256.0, 128.0] and other == 128.0 and calls == [64, 128, 64]
+    assert engine.kv_sequence_bytes("m", h200, {}, "fp8", "fp8", 64, None) == 128.0 and len(calls) == 4
