@@ -299,9 +299,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     layers), ``param_gather_exposed`` (on the ZeRO-1 layouts), ``network`` and the builder's ``options``;
     ``recompute_layers`` (with ``recompute="full"``; else the fewest of each layout's that fit, block method) and
     ``recompute_method`` as ``analyze``'s;
-    ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share.
-    ``redundant_experts`` (both phases): EPLB's extra expert slots, as ``analyze``'s and ``serve``'s, on every
-    layout with expert parallelism, whose degrees then divide the experts + the slots (serving: TensorRT-LLM's)."""
+    ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share; ``redundant_experts``
+    EPLB's slots on every layout with EP > 1 (its degrees divide experts + slots), as ``analyze``/``serve``'s."""
     from ..core.errors import IronlawError
 
     check_search_phase(phase)

@@ -7,8 +7,8 @@ import typer
 
 from .common import app, check_format, console, emit_json, say_written
 from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, MemoryFraction, Network,
-                      OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod, RunCost,
-                      Serial, Spec, parse_opts, with_run_cost)
+                      OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod,
+                      RedundantExperts, RunCost, Serial, Spec, parse_opts, with_run_cost)
 
 
 @app.command()
@@ -55,11 +55,7 @@ def search(
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
                                                  "(HybridEP: permute, exchange and sort fused) | deepep (flex on "
                                                  "DeepEP: its measured dispatch/combine)"),
-    redundant_experts: Optional[int] = typer.Option(None, "--redundant-experts", help="EPLB's extra expert slots "
-                                                    "(replicas of hot experts) on every layout with EP > 1, as "
-                                                    "analyze's and serve's: EP degrees that divide experts + N "
-                                                    "(DeepSeek: 256 + 32 over 72); serving: TensorRT-LLM's"),
-    cuda_graph: CudaGraph = None, fp8_attention: FP8Attention = False,          # analyze's step options
+    redundant_experts: RedundantExperts = None, cuda_graph: CudaGraph = None, fp8_attention: FP8Attention = False,
     lora_rank: LoraRank = None, lora_targets: LoraTargets = None,
     offload_activations: OffloadActivations = None, param_gather_exposed: ParamGatherExposed = False,
     serial: Serial = False, network: Network = None, opt: Opt = [],

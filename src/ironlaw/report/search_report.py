@@ -22,7 +22,8 @@ STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP coll
               ("dp_grad_exposed_s", "DP gradient reduction, exposed"),
               ("zero_param_gather_s", "ZeRO/FSDP parameter gathers, exposed"), ("optimizer_s", "optimizer step"),
               ("step_s", "step"))
-LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "redundant_experts", "attention_dp", "micro_batch", "interleave", "recompute", "zero",
+LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "redundant_experts", "attention_dp", "micro_batch",
+               "interleave", "recompute", "zero",
                "sequence_parallel", "dtype", "concurrency")
 
 

@@ -349,7 +349,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
                            f"top layouts; this is a bug in ironlaw.models.search.fast")
     used = "pool" if engine == "local" and (workers or 1) > 1 else engine
     setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
-    setup["settings"] = settings
+    setup["settings"] = {k: v for k, v in settings.items() if v or k != "redundant_experts"}   # where given
     setup["step_options"] = step_notes(settings, g, hw, composition)
     setup["device_unit"] = UNIT_NAMES[hw.kind]
     return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
