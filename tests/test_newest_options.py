@@ -111,8 +111,6 @@ def test_a_training_steps_markdown_keeps_its_notes():
 
 
 @pytest.mark.parametrize("args, where", [
-    (("search", "llama3-8b", "--on", "h100", "--gpus", "8", "--redundant-experts", "8"),
-     "ironlaw analyze SPEC --phase train --on HW --gpus N --ep E --redundant-experts R"),
     (("search", "llama3-8b", "--phase", "serve", "--on", "h100", "--gpus", "8", "--kv-fraction", "0.5"),
      "--memory-fraction"),
     (("compare", "llama3-8b", "--what-if", "fusion=elementwise", "--fp8-attention"),
@@ -122,7 +120,7 @@ def test_a_training_steps_markdown_keeps_its_notes():
     (("serve", "llama3-8b", "--fp8-attention"), "--kv-dtype"),
 ])
 def test_a_newest_option_on_a_verb_without_it_says_why_and_where(args, where):
-    """A newest option on a verb without it (search --redundant-experts, --kv-fraction; compare --fp8-attention;
+    """A newest option on a verb without it (search --kv-fraction; compare --fp8-attention;
     analyze and sweep --memory-fraction; serve --fp8-attention) said only "No such option": now why the verb has
     none (what it assumes instead) and the command that takes it."""
     line = one_line_error(run_cli(*args))

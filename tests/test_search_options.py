@@ -70,7 +70,7 @@ def test_the_serving_search_takes_the_engines_memory_fraction():
 
 @pytest.mark.parametrize("args, said", [
     (("--fsdp",), "search takes no --fsdp: FSDP is ZeRO stage 3, one of the stages it ranks: --zero 3 fixes it"),
-    (("--redundant-experts", "32"), "search takes no --redundant-experts: its expert-parallel degrees divide"),
+    (("--redundant-experts", "32"), "--redundant-experts 32: llama3-8b is dense (no routed experts to replicate)"),
     (("--batch", "4"), "search takes no --batch: a training layout's sequences per micro-batch are --micro-batch"),
     (("--lora-targets", "linear_qkv"), "--lora-targets names the linears LoRA adapts; add --lora-rank R"),
     (("--lora-rank", "0"), "--lora-rank takes the adapters' rank, a whole number >= 1, got 0"),

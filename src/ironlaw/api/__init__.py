@@ -281,7 +281,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
            lora_targets: Optional[str] = None, offload_activations: Optional[int] = None,
            param_gather_exposed: bool = False, network: Optional[str] = None, options: Optional[dict] = None,
            memory_fraction: Optional[float] = None, recompute_layers: Optional[int] = None,
-           recompute_method: Optional[str] = None):
+           recompute_method: Optional[str] = None, redundant_experts: Optional[int] = None):
     """``ironlaw search``: every valid layout that fits, predicted and ranked by tokens/s per GPU; a
     :class:`~ironlaw.models.search.SearchResult`. A layout option given fixes it; ``quiet=False`` shows progress.
     Each reported layout carries its ``energy`` and, training with ``train_tokens``, its whole ``run``.
@@ -300,7 +300,8 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
     layers), ``param_gather_exposed`` (on the ZeRO-1 layouts), ``network`` and the builder's ``options``;
     ``recompute_layers`` (with ``recompute="full"``; else the fewest of each layout's that fit, block method) and
     ``recompute_method`` as ``analyze``'s;
-    ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share."""
+    ``memory_fraction`` (serving) is ``serve``'s, each layout's engine at that memory share; ``redundant_experts``
+    EPLB's slots on every layout with EP > 1 (its degrees divide experts + slots), as ``analyze``/``serve``'s."""
     from ..core.errors import IronlawError
 
     check_search_phase(phase)
@@ -334,7 +335,7 @@ def search(spec: str, *, phase: str = "train", on="h100", gpus: int = 8, nodes: 
         from ..models.search import serve as run
         res = run.search(spec, on, gpus, prompt, output, slo, dtype, top, fixed, quiet=quiet, rank=rank,
                          prices=prices, price_per_gpu_hour=price_per_gpu_hour, cost=cost, engine=serve_engine,
-                         memory_fraction=memory_fraction)
+                         memory_fraction=memory_fraction, redundant_experts=redundant_experts or 0)
     from ..models.search import rerun
     res.rerun = rerun.command(res, given)
     if html:
@@ -351,7 +352,8 @@ def _search_train(spec: str, given: dict, fixed: dict, cost):
     settings = {k: d[k] for k in ("tp_comm_overlap", "overlap_p2p", "grad_fp32", "expert_imbalance",
                                   "moe_a2a_overlap", "cuda_graph", "fp8_attention", "param_gather_exposed")}
     settings.update(moe_dispatcher=given["moe_dispatcher"], offload_layers=given["offload_activations"],
-                    recompute_layers=given["recompute_layers"], recompute_method=given["recompute_method"])
+                    recompute_layers=given["recompute_layers"], recompute_method=given["recompute_method"],
+                    redundant_experts=given["redundant_experts"])
     build = {**builder("search", spec, given["options"], {}),
              **{k: given[k] for k in ("lora_rank", "lora_targets") if given[k] is not None}}
     on = given["on"] if given["network"] is None else device(given["on"], given["network"])

@@ -254,17 +254,12 @@ def wide_ep(engine: str, moe_dispatcher: Optional[str], redundant_experts: int, 
     ``"deepep-ll"`` (its low-latency kernels), ``"nvlink-one-sided"`` or ``"nvlink-two-sided"`` (the MNNVL all-to-all
     kernels), timed by the device's measured curves (None: the engine's all-gather/reduce-scatter, or the MNNVL
     all-to-all on an NVL72 domain); ``redundant_experts``, EPLB's extra expert slots over the EP group
-    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's),
-    naming the options given and the engine as ``named`` does (default ``--engine ENGINE``)."""
+    (``ironlaw.models.serving.parallel``). Refused in one line with another engine (its tables are TensorRT-LLM's:
+    ``machine.engines.check_wide_ep``)."""
     if moe_dispatcher is None and not redundant_experts:
         return {}
-    if engine != "trtllm":
-        from ..core.errors import IronlawError
-        given = " ".join(([f"--moe-dispatcher {moe_dispatcher}"] if moe_dispatcher is not None else []) +
-                         ([f"--redundant-experts {redundant_experts}"] if redundant_experts else []))
-        raise IronlawError(f"{given}: --moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP "
-                           f"strategies (its measured tables); {named or '--engine ' + engine} is not modelled "
-                           f"with them")
+    from ..machine.engines import check_wide_ep
+    check_wide_ep(engine, moe_dispatcher, redundant_experts, named)
     return {"dispatcher": moe_dispatcher, "redundant_experts": redundant_experts}
 
 

@@ -141,10 +141,6 @@ OPTION_ELSEWHERE = {
                           "roofline: ironlaw analyze SPEC --on HW --plot FILE.svg",
     ("search", "--capture"): "it splits the layers and heads of the transformer ironlaw builds from the config; a "
                              "captured graph has only the ops torch ran: ironlaw analyze hf:config.json --capture",
-    ("search", "--redundant-experts"): "its expert-parallel degrees divide the experts, with no replica slots; one "
-                                       "layout with EPLB's replicas: ironlaw analyze SPEC --phase train --on HW "
-                                       "--gpus N --ep E --redundant-experts R (serving: ironlaw serve SPEC "
-                                       "--max-throughput --ep E --redundant-experts R)",
     ("search", "--kv-fraction"): "its engines' memory knob is --memory-fraction (TensorRT-LLM's "
                                  "free_gpu_memory_fraction, the KV cache's share, as serve's --kv-fraction)",
     ("search", "--kv-dtype"): "it ranks each weight dtype with the KV cache dtype its checkpoints store (--dtype "

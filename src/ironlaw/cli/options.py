@@ -80,6 +80,10 @@ Format = Annotated[str, typer.Option("--format", help="text | json | md")]
 OffloadActivations = Annotated[Optional[int], typer.Option(
     "--offload-activations", help="layers per stage whose saved activations wait in host memory (Megatron's "
                                   "cpu_offloading; search: on the layouts whose stages hold that many)")]
+RedundantExperts = Annotated[Optional[int], typer.Option(
+    "--redundant-experts", help="EPLB's extra expert slots (replicas of hot experts) on every layout with EP > 1, "
+                                "as analyze's and serve's: EP degrees that divide experts + N (DeepSeek: 256 + 32 "
+                                "over 72); serving: TensorRT-LLM's")]
 CudaGraph = Annotated[Optional[str], typer.Option(
     "--cuda-graph", help="parts captured in CUDA graphs: attn, moe_router, moe_preprocess, full (each whole layer), "
                          "full_iteration (the whole forward-backward step) (comma-separated; default none: eager)")]

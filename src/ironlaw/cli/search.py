@@ -7,8 +7,8 @@ import typer
 
 from .common import app, check_format, console, emit_json, say_written
 from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTargets, MemoryFraction, Network,
-                      OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod, RunCost,
-                      Serial, Spec, parse_opts, with_run_cost)
+                      OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod,
+                      RedundantExperts, RunCost, Serial, Spec, parse_opts, with_run_cost)
 
 
 @app.command()
@@ -55,7 +55,7 @@ def search(
                                                  "dispatcher on the layouts with EP > 1: alltoall (default) | flex "
                                                  "(HybridEP: permute, exchange and sort fused) | deepep (flex on "
                                                  "DeepEP: its measured dispatch/combine)"),
-    cuda_graph: CudaGraph = None, fp8_attention: FP8Attention = False,          # analyze's step options
+    redundant_experts: RedundantExperts = None, cuda_graph: CudaGraph = None, fp8_attention: FP8Attention = False,
     lora_rank: LoraRank = None, lora_targets: LoraTargets = None,
     offload_activations: OffloadActivations = None, param_gather_exposed: ParamGatherExposed = False,
     serial: Serial = False, network: Network = None, opt: Opt = [],
@@ -95,7 +95,7 @@ def search(
     say_written(fmt, html=html)
 
 
-def _rows(res) -> tuple[list[str], list[list[str]]]:
+def _rows(res, slots: bool = True) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt_num, fmt_size, fmt_time
     from ..report.search_report import layout, recompute_zero
     train = res.phase == "train"
@@ -113,10 +113,16 @@ def _rows(res) -> tuple[list[str], list[list[str]]]:
         t1 = f"{100 * e['mfu']:.1f}%" if train or offline else fmt_time(e["itl_s"])
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
         cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
-        rows.append([str(e["rank"])] + ([e["hardware"]] if several else []) + [layout(e)] + extra
+        rows.append([str(e["rank"])] + ([e["hardware"]] if several else [])
+                    + [layout(e if slots else {**e, "redundant_experts": 0})] + extra
                     + [fmt_num(e["tokens_per_s_per_gpu"]), t1, t2]
                     + (cost or [fmt_size(e["memory_per_gpu_bytes"]), e["bottleneck"]["resource"]]))
     return head, rows
+
+
+def _table_width(head: list[str], rows: list[list[str]]) -> int:
+    """The columns the ranked table takes: each column's widest cell, two spaces between columns and one after."""
+    return sum(max(len(r[i]) for r in [head] + rows) for i in range(len(head))) + 2 * len(head) - 1
 
 
 def rerun_lines(command: str, width: int) -> list[str]:
@@ -195,6 +201,7 @@ def show(res, fmt: str) -> None:
              f"{res.candidates_evaluated:,} layouts evaluated, {res.fits:,} fit"
              f"{' the targets' if s.get('slo') else ''} ({fmt_time(res.search_s)}, {res.engine})")
     head, rows = _rows(res)
+    slots = any(e.get("redundant_experts") for e in res.top)
     if fmt == "md":
         print(title + "\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
         print("\n".join("| " + " | ".join(r) + " |" for r in rows))
@@ -207,6 +214,9 @@ def show(res, fmt: str) -> None:
     from rich.table import Table
     c = console()
     c.print(title)
+    if slots and _table_width(head, rows) > c.width:      # the slots stay in the notes and the re-run
+        head, rows = _rows(res, slots=False)
+        slots = False
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     for h in head:
         t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", s.get("device_unit", "GPU")) else "right",
@@ -215,7 +225,8 @@ def show(res, fmt: str) -> None:
         t.add_row(*r)
     c.print(t)
     c.print(legend(res.phase == "train", any(e.get("ep", 1) > 1 for e in res.top),
-                   any(e.get("attention_dp") for e in res.top)), markup=False)
+                   any(e.get("attention_dp") for e in res.top), slots),
+            markup=False)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
     for line in rerun_lines(res.rerun, c.width):
@@ -242,13 +253,14 @@ def _cost_lines(res) -> list[str]:
     return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]
 
 
-def legend(train: bool, ep: bool, adp: bool = False) -> str:
-    """The line under the table that reads its layout strings."""
+def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False) -> str:
+    """The line under the table that reads its layout strings (``slots``: ep's '+N', redundant expert slots)."""
+    ep_text = " · ep expert-parallel" + (" (+N: redundant expert slots)" if slots else "") if ep else ""
     if train:
         return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
-                "cp context-parallel · dp data-parallel" + (" · ep expert-parallel" if ep else "")
+                "cp context-parallel · dp data-parallel" + ep_text
                 + " · mb micro-batch; rc/z: recomputation (- none, sel selective, full, fN:c: N of a chunk's c layers in full) "
                   "/ ZeRO stage")
-    return ("layout: tp tensor-parallel · pp pipeline stages" + (" · ep expert-parallel" if ep else "")
+    return ("layout: tp tensor-parallel · pp pipeline stages" + ep_text
             + (" · adp attention data-parallel over the tp GPUs" if adp else "")
             + " · weight dtype · ×N sequences in flight per replica")

@@ -201,6 +201,18 @@ def check_release(engine: str, release: str | None) -> str | None:
     return release
 
 
+def check_wide_ep(engine: str, moe_dispatcher: str | None, redundant_experts: int, named: str | None = None) -> None:
+    """``--moe-dispatcher`` and ``--redundant-experts``, TensorRT-LLM's wide-EP strategies (its measured tables):
+    refused in one line with another engine, naming the options given and the engine as ``named`` does (default
+    ``--engine ENGINE``); ``serve`` and the serving search check them alike."""
+    if engine == "trtllm" or (moe_dispatcher is None and not redundant_experts):
+        return
+    given = " ".join(([f"--moe-dispatcher {moe_dispatcher}"] if moe_dispatcher is not None else []) +
+                     ([f"--redundant-experts {redundant_experts}"] if redundant_experts else []))
+    raise IronlawError(f"{given}: --moe-dispatcher and --redundant-experts price TensorRT-LLM's wide-EP "
+                       f"strategies (its measured tables); {named or '--engine ' + engine} is not modelled with them")
+
+
 def check_profile_framework(framework: str, out: str | None) -> None:
     """``calibrate --kernels --framework F --out FILE``: a profile's [calibration] holds the default engine's
     kernel terms (TensorRT-LLM's: what ``analyze`` and ``serve`` price with), and ``serve --engine vllm|sglang``

@@ -22,7 +22,8 @@ STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP coll
               ("dp_grad_exposed_s", "DP gradient reduction, exposed"),
               ("zero_param_gather_s", "ZeRO/FSDP parameter gathers, exposed"), ("optimizer_s", "optimizer step"),
               ("step_s", "step"))
-LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "attention_dp", "micro_batch", "interleave", "recompute", "zero",
+LAYOUT_KEYS = ("hardware", "tp", "pp", "cp", "dp", "ep", "redundant_experts", "attention_dp", "micro_batch",
+               "interleave", "recompute", "zero",
                "sequence_parallel", "dtype", "concurrency")
 
 
@@ -37,16 +38,17 @@ def recompute_zero(e: dict) -> str:
 
 def layout(e: dict) -> str:
     """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 adp fp8 ×256' (serving), as
-    ``ironlaw search`` prints it."""
+    ``ironlaw search`` prints it; 'ep72+32': 32 redundant expert slots over the EP group."""
+    ep = f" ep{e['ep']}" + (f"+{e['redundant_experts']}" if e.get("redundant_experts") else "") if e["ep"] > 1 else ""
     if "concurrency" in e:
-        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + (f" ep{e['ep']}" if e["ep"] > 1 else "") \
+        par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + ep \
             + (" adp" if e.get("attention_dp") else "")
         experts = f" (experts {e['expert_weight_dtype']})" if e.get("expert_weight_dtype") else ""
         return f"{par} {e['dtype']}{experts} ×{e['concurrency']}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
     s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""
-    s += f" dp{e['dp']}" + (f" ep{e['ep']}" if e["ep"] > 1 else "") + f" mb{e['micro_batch']}"
+    s += f" dp{e['dp']}" + ep + f" mb{e['micro_batch']}"
     return s
 
 
@@ -85,7 +87,9 @@ def _ranked(doc: dict) -> str:
                                      f'#{e["rank"]}: {html.rate(e["tokens_per_s_per_gpu"])} tokens/s per GPU'),
                                     ("", best - e["tokens_per_s_per_gpu"], "#e9ecef", "")],
                                    height=14, sid=f"bar-{e['rank']}") for e in doc["top"])
-    legend = " · ".join(f"<b>{_e(k)}</b> {_e(v)}" for k, v in LEGEND)
+    slots = any(e.get("redundant_experts") for e in doc["top"])
+    legend = " · ".join(f"<b>{_e(k)}</b> {_e(v)}{' (+N: redundant expert slots)' if k == 'ep' and slots else ''}"
+                        for k, v in LEGEND)
     by = doc.get("rank_by", "tokens-per-gpu").replace("-", " ").replace("gpu", "GPU")
     return (f'<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by {_e(by)}; click a '
             f'column to sort. {legend}.</p>'

@@ -130,15 +130,21 @@ def check_param_gather(exposed: bool, zero: int | None) -> bool:
     return exposed
 
 
-def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
-    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72); a
-    model without routed experts (``graph``'s, where given) has none to replicate."""
-    r = o.get("redundant_experts", 0)
+def check_redundant(r, graph: Graph | None = None) -> int:
+    """``--redundant-experts N``: a count ≥ 0 of extra expert slots; a model without routed experts (``graph``'s,
+    where given) has none to replicate (``analyze`` and ``search`` check it alike)."""
     if isinstance(r, bool) or not isinstance(r, int) or r < 0:
         raise IronlawError(f"--redundant-experts is a count of extra expert slots (≥ 0), got {r!r}")
     if r and graph is not None and "layers" in graph.meta and not graph.meta.get("experts"):
         raise IronlawError(f"--redundant-experts {r}: {graph.name} is dense (no routed experts to replicate); "
                            f"leave it out")
+    return r
+
+
+def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
+    """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72);
+    ``check_redundant``'s, and an EP group to spread them over."""
+    r = check_redundant(o.get("redundant_experts", 0), graph)
     if r and ep == 1:
         raise IronlawError(f"--redundant-experts {r} spreads replicas of hot experts over the EP group; add --ep > 1")
     return r

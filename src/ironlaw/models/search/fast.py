@@ -89,6 +89,23 @@ def step_graph(ctx: Context, mbs: np.ndarray) -> Graph:
     return g
 
 
+def slotted(g: Graph, ctx: Context, ep: int) -> Graph:
+    """``g`` as ``parallel.train_step`` prices a layout of EP degree ``ep`` under ``--redundant-experts N``
+    (``redundant_experts`` in the settings, on the layouts with ep > 1): its meta's ``expert_slots`` E + N, which
+    the sharding, the grouped GEMMs' rows, the host's launches and the memory read; ``g`` itself otherwise."""
+    n = ctx.setting("redundant_experts", 0)
+    if not n or ep == 1:
+        return g
+    return Graph(g.name, g.phase, g.dtype, g.ops, footprint=dict(g.footprint), uncounted_ops=dict(g.uncounted_ops),
+                 meta=dict(g.meta, expert_slots=g.meta["experts"] + n))
+
+
+def slots_per_expert(meta: dict) -> float:
+    """Expert slots per expert of a ``slotted`` graph's meta (``parallel.expert_slots``): (E + N) / E, else 1."""
+    e = meta.get("experts", 0)
+    return meta.get("expert_slots", e) / e if e else 1.0
+
+
 def _shard(g: Graph, ops: list, key: tuple, ctx: Context) -> Graph:
     tp, sp, cp, ep = key
     G = ctx.gpus_per_node
@@ -414,7 +431,8 @@ def memory(g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, offloa
     tokens = np.broadcast_to(np.asarray(g.meta["tokens"], dtype=float), (n_mb,))[mbi]
     return parallel.memory_bytes(g.meta, by, 4.0 if grad_fp32 else by, act, tokens, c["tp"], c["pp"], c["dp"],
                                  c["ep"], c["cp"], c["interleave"], c["zero"],
-                                 c["recompute"] == RECOMPUTE.index("full"), sp, offloaded=offloaded, partial=partial)
+                                 c["recompute"] == RECOMPUTE.index("full"), sp, slots_per_expert(g.meta),
+                                 offloaded=offloaded, partial=partial)
 
 
 def _offload(ctx: Context, g: Graph, c: dict, mbi: np.ndarray, sp: bool, grad_fp32: bool, p: dict | None,
@@ -750,7 +768,7 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     from ...law.law import resident_limit_bytes
     mbs, mbi = np.unique(c["micro_batch"], return_inverse=True)
     mbi = mbi.reshape(-1)
-    g = step_graph(ctx, mbs)
+    g = slotted(step_graph(ctx, mbs), ctx, key[3])
     meta, by = g.meta, dtype_bytes(g.dtype)
     grad_fp32 = bool(ctx.setting("grad_fp32", False))
     grad_b = 4.0 if grad_fp32 else by
@@ -762,7 +780,8 @@ def evaluate(ctx: Context, key: tuple, c: dict) -> dict[str, np.ndarray]:
     mem, off, offloads = _offload(ctx, g, c, mbi, bool(key[1]), grad_fp32, p,
                                   partial_of(ctx, g, c, np.maximum(n_rc, 1)))
     need = mem.total_bytes
-    held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"])  # held.held: mem.params_per_device
+    held = parallel.param_shards(meta, c["tp"], c["pp"], c["dp"], c["cp"], c["ep"],  # held.held: params_per_device
+                                 slots_per_expert(meta))
     fsdp = _fsdp(ctx, c, held, p["top"], p["fwd"], p["bwd"], by, grad_b)
     _, t_mb = parallel.microbatch_s(p["est"], p["hidden"] + p["a2a"], p["ring"], fsdp, p["host"], off)
     m = ctx.global_batch // (c["micro_batch"] * c["dp"])

@@ -1,5 +1,6 @@
 """The command that re-runs a search's #1 layout on its own: ``ironlaw analyze … --phase train`` with every flag
-the layout fixed and the search's step options, or ``ironlaw serve …`` with the serving layout's (its concurrency
+the layout fixed and the search's step options (``--redundant-experts`` where the layout holds the slots), or
+``ironlaw serve …`` with the serving layout's (its concurrency
 where latency targets chose it, ``--max-throughput`` where the search ranked the offline scenario). The command's
 time is the row's: the search re-predicts its top through the same step."""
 from __future__ import annotations
@@ -36,6 +37,7 @@ def _train(res, given: dict, row: dict) -> list[str]:
     args += _flag("tp-comm-overlap", bool(row.get("tp_comm_overlap")))
     args += _flag("overlap-p2p", bool(row.get("overlap_p2p")))
     args += _flag("moe-dispatcher", row.get("moe_dispatcher"))
+    args += _flag("redundant-experts", row.get("redundant_experts"))
     args += _flag("grad-fp32", bool(settings.get("grad_fp32")))
     args += _flag("moe-a2a-overlap", moe and bool(settings.get("moe_a2a_overlap")))
     imbalance = settings.get("expert_imbalance", 1.0)
@@ -67,6 +69,7 @@ def _serve(res, given: dict, row: dict) -> list[str]:
     engine = settings.get("serve_engines", {}).get(hw) if settings.get("serve_engine") == "per-device" \
         else settings.get("serve_engine")
     args += _flag("engine", engine if engine not in (None, "none") else None)
+    args += _flag("redundant-experts", row.get("redundant_experts"))
     args += _flag("memory-fraction", settings.get("memory_fraction"))
     priced = given.get("price_per_gpu_hour") is not None or given.get("prices")
     args += _flag("price-per-gpu-hour", float(row["usd_per_gpu_hour"]) if priced else None)

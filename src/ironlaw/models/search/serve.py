@@ -26,6 +26,10 @@ max-throughput engine is a GPU's (``serve --max-throughput`` refuses it elsewher
 is skipped from it, and searched only for a dense model with ``--slo`` (on the device's own steps).
 The header's dtype is that of the layouts shown (each picks its weight dtype).
 
+Redundant experts (``--redundant-experts N``, as ``serve --max-throughput``'s: EPLB's extra slots, TensorRT-LLM's
+wide-EP): every attention-DP/EP layout holds the N slots, its degree any within one node that divides the experts
++ N (DeepSeek-V3's 256 + 32 over 72 GB200s); the tensor-parallel layouts hold every expert, no replicas.
+
 Serving framework (``--serve-engine trtllm|vllm|sglang``, as ``serve --engine``): every candidate is priced on
 that framework's kernels and under its scheduler's limits (``serving.frameworks``); TensorRT-LLM by default.
 
@@ -45,13 +49,17 @@ RANKS = ("tokens-per-gpu", "usd-per-million-tokens")
 PRICE_EXAMPLE = "e.g. --price h100=2.5,b200=5 (USD per GPU-hour)"
 
 
-def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> tuple[list[int], list[int]]:
-    """(tensor-parallel degrees, attention-DP/EP degrees) within one node; ``fixed`` tp or ep narrows them."""
+def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0,
+         redundant: int = 0) -> tuple[list[int], list[int]]:
+    """(tensor-parallel degrees, attention-DP/EP degrees: those that divide the experts + ``redundant`` slots)
+    within one node; ``fixed`` tp or ep narrows them."""
     from ...machine.network.topology import node_size
     from ..parallel import tp_fits_kv_heads
     cap = min(gpus, node_size(hw) or gpus)
     tps = [t for t in range(1, cap + 1) if heads % t == 0 and tp_fits_kv_heads(t, kv)]
-    eps = [t for t in range(2, cap + 1) if experts and experts % t == 0]
+    eps = [t for t in range(2, cap + 1) if experts and (experts + redundant) % t == 0]
+    if redundant:
+        _check_slots(fixed, experts, redundant, cap, eps)
     if fixed.get("ep", 1) > 1:
         if fixed["ep"] not in eps or fixed.get("tp", fixed["ep"]) != fixed["ep"]:
             raise IronlawError(f"--ep {fixed['ep']}: the serving search runs expert parallelism with attention data "
@@ -67,6 +75,24 @@ def _tps(hw, gpus: int, heads: int, kv: int, fixed: dict, experts: int = 0) -> t
                                + (f" (or, with attention data parallelism, {eps})" if eps else ""))
         return [t for t in tps if t == fixed["tp"]], [t for t in eps if t == fixed["tp"]]
     return tps, eps
+
+
+def _check_slots(fixed: dict, experts: int, redundant: int, cap: int, eps: list[int]) -> None:
+    """``--redundant-experts N`` where no attention-DP/EP layout the search takes holds the slots: ``--ep 1``, a
+    fixed --tp or --ep that does not divide the experts + N, or no degree within one node that does (named)."""
+    slots = f"the {experts} + {redundant} = {experts + redundant} expert slots"
+    if fixed.get("ep") == 1:
+        raise IronlawError(f"--redundant-experts {redundant} spreads replicas of hot experts over an EP group; "
+                           f"leave --ep 1 out")
+    given = fixed.get("ep") or fixed.get("tp")
+    tried = [given] if given is not None else list(range(2, cap + 1))
+    if not [t for t in tried if t in eps]:
+        flag = "--ep" if fixed.get("ep") else "--tp"
+        raise IronlawError(f"--redundant-experts {redundant}: "
+                           + (f"{flag} {given} does not divide {slots}" if given is not None else
+                              f"no expert-parallel degree within one node ({tried[0]} to {tried[-1]}) divides "
+                              f"{slots}")
+                           + (f"; choose from {eps}" if eps else ""))
 
 
 def _dtypes(hw, default: str, fixed: str | None) -> list[str | None]:
@@ -127,7 +153,8 @@ def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
            "mfu": flops / (est.time_s * est.hw.peak(dtype)),
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
            "memory_per_gpu_bytes": held_bytes(m),
-           "_est": est, **_stored_experts(d, dtype)}
+           "_est": est, **_stored_experts(d, dtype),
+           **({"redundant_experts": lay.redundant_experts} if lay.redundant_experts else {})}
     if latency:
         from .serve_latency import latencies
         out["ttft_s"], out["itl_s"] = latencies(est)
@@ -167,13 +194,15 @@ def _serve_engine_flag(engine: str):
 
 
 def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, latency: bool = False,
-                    engine: str = "trtllm", memory_fraction: float | None = None):
+                    engine: str = "trtllm", memory_fraction: float | None = None, redundant: int = 0):
     """Offline max-throughput (``serving_throughput``) over the layouts × dtype: (entries, the first error,
-    candidates evaluated, the options of each entry); with ``latency`` the entries carry TTFT and ITL."""
+    candidates evaluated, the options of each entry); with ``latency`` the entries carry TTFT and ITL;
+    ``redundant``: the expert slots each attention-DP/EP layout holds."""
     out, kws, why, evaluated = [], [], None, 0
     for tp, pp, adp in layouts:
         for dt in dts:
-            kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt)
+            kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt,
+                      **({"redundant_experts": redundant} if adp and redundant else {}))
             evaluated += 1
             try:
                 est = _offline(spec, hw, prompt, output, engine, kw, memory_fraction)
@@ -279,7 +308,8 @@ def _engine_device(hw, slo, engine: str) -> None:
 
 
 def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top,
-            engine: str = "trtllm", memory_fraction: float | None = None) -> tuple[list, int, object]:
+            engine: str = "trtllm", memory_fraction: float | None = None, redundant: int = 0,
+            given: str | None = None) -> tuple[list, int, object]:
     """(candidates that meet the targets, candidates evaluated, the model's graph) on ``hw``; an IronlawError
     naming why when none does."""
     from ...core import progress
@@ -292,10 +322,12 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
     experts = int(m.get("experts", 0) or 0)
     if slo is None or experts:
         _engine_device(hw, slo, engine)
+    if redundant:
+        _check_redundant(g, redundant, engine, given, hw)
     if slo is not None and not experts and fixed.get("pp", 1) != 1:
         raise IronlawError(f"--pp {fixed['pp']}: with --slo a dense model's search models tensor parallelism only "
                            f"(serving.estimate); leave --pp out")
-    tps, eps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed, experts)
+    tps, eps = _tps(hw, gpus, int(m["heads"]), int(m.get("kv_heads", m["heads"])), fixed, experts, redundant)
     from ...law.law import check_default_dtype
     check_default_dtype(g, hw, g.dtype)                 # a checkpoint's own dtype the device lacks, named
     dts = _dtypes(hw, g.dtype, dtype)
@@ -303,7 +335,7 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
         layouts = _grid(gpus, m, tps, eps, fixed)
         with progress.task(f"serving layouts on {hw.name}", total=len(layouts), quiet=quiet) as step:
             entries, shortest, evaluated, kws = _max_throughput(spec, hw, prompt, output, layouts, dts, step,
-                                                                slo is not None, engine, memory_fraction)
+                                                                slo is not None, engine, memory_fraction, redundant)
     else:
         with progress.task(f"serving layouts on {hw.name}", total=len(tps) * len(dts), quiet=quiet) as step:
             entries, evaluated, shortest = _with_slo(spec, hw, prompt, output, tps, dts, fixed, step, engine,
@@ -322,6 +354,29 @@ def _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, t
     for e in ok:
         e["hardware"] = hw.name
     return ok, evaluated, g
+
+
+def _redundant_offline(redundant: int, slo: str | None) -> None:
+    """``--redundant-experts N``: a count of slots (``parallel.check_redundant``), priced in the offline
+    max-throughput scenario, the one ``serve`` takes it in (``api.options.scenario_options``): not with --slo,
+    whose layouts re-run online."""
+    from .. import parallel
+    parallel.check_redundant(redundant)
+    if redundant and slo is not None:
+        raise IronlawError(f"--redundant-experts {redundant} belongs to the offline max-throughput scenario (serve "
+                           f"--max-throughput), which the serving search ranks without --slo; leave --slo out")
+
+
+def _check_redundant(g, redundant: int, engine: str, given: str | None, hw) -> None:
+    """``--redundant-experts N`` as ``serve --max-throughput`` checks it: a count of slots of a model with routed
+    experts, at most the experts (``parallel.check_redundant``, ``check_model``), on TensorRT-LLM's wide-EP
+    (``machine.engines.check_wide_ep``, serve's refusal, naming the engine as --serve-engine or the device's
+    default)."""
+    from ...machine.engines import check_wide_ep, named
+    from .. import parallel
+    parallel.check_redundant(redundant, g)
+    parallel.check_model(g, 1, 1, 1, 1, 1, redundant)
+    check_wide_ep(engine, None, redundant, named(engine, given, hw, "--serve-engine"))
 
 
 # ---------------------------------------------------------------------- prices and ranking
@@ -417,12 +472,13 @@ def devices(on) -> list:
 def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None = None, dtype: str | None = None,
            top: int = 5, fixed: dict | None = None, quiet: bool = True, rank: str = "tokens-per-gpu",
            prices=None, price_per_gpu_hour: float | None = None, cost=None, engine: str | None = None,
-           memory_fraction: float | None = None):
+           memory_fraction: float | None = None, redundant_experts: int = 0):
     """Rank serving layouts of ``spec`` on up to ``gpus`` devices of each device ``on`` names (module docstring),
     priced under the serving framework ``engine`` (None: each device's default, ``machine.engines.default_for``);
     each reported layout carries its ``energy`` per output token at its device's price and ``cost``'s grid
     (``run_cost.RunInputs``). ``memory_fraction``: ``serve --memory-fraction``, every layout's engine at that share
-    of the device's memory (``serving.frameworks``)."""
+    of the device's memory (``serving.frameworks``). ``redundant_experts``: ``serve --redundant-experts``, the
+    slots every attention-DP/EP layout holds (module docstring)."""
     from ...machine.engines import check_engine, resolve
     from ...machine.hardware import unit_name
     from ...machine.network.topology import check_count
@@ -451,6 +507,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
         if fixed.get(k, 1) != 1:
             raise IronlawError(f"--{k} {fixed[k]}: the serving search sets it itself; leave --{k} out")
     targets = serving.parse_slo(slo) if slo is not None else {}
+    _redundant_offline(redundant_experts, slo)
     t0 = time.perf_counter()
     entries, evaluated, skipped, g, used = [], 0, [], None, {}
     for hw in hws:
@@ -461,7 +518,7 @@ def search(spec: str, on, gpus: int, prompt: int, output: int, slo: str | None =
             eng = resolve(engine, hw, "--serve-engine")
             used[hw.name] = eng if hw.kind == "gpu" else "none"   # off a GPU: its own steps, no framework's
             got, n, g1 = _device(spec, hw, gpus, prompt, output, slo, targets, dtype, fixed, quiet, top, eng,
-                                 memory_fraction)
+                                 memory_fraction, redundant_experts, engine)
         except IronlawError as e:
             if len(hws) == 1:
                 raise

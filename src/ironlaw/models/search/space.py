@@ -6,7 +6,8 @@ spans whole nodes); the context-, data- and expert-parallel groups lie on whole 
 fixes tp, pp and cp, which leaves one layout whose groups may fill their last node partly (a published one:
 2,496 GB200 as 39 nodes of 64, tp 4 · pp 8 · cp 2, a data-parallel group of 78 ranks over 5 nodes);
 pp·interleave divides the layers (or, with pp > 1, the layers + 2: the embedding and the loss each in a layer's
-place); 2·cp divides the sequence; ep divides the data-parallel group and the experts; micro_batch·dp divides
+place); 2·cp divides the sequence; ep divides the data-parallel group and the experts (with ``redundant`` expert
+slots, EPLB's replicas held by the layouts with ep > 1, the experts + the slots); micro_batch·dp divides
 the global batch; interleave > 1 needs pp > 1 and micro-batches a multiple of pp; sequence parallelism needs
 tp > 1; ZeRO needs more than one rank to shard over (dp·cp > 1: with one, every stage shards over nothing, the
 same layout as ZeRO 0, so it is listed once). Degrees the user fixes narrow the space; a fixed set that cannot be valid is
@@ -40,6 +41,7 @@ class Space:
     fixed: dict = field(default_factory=dict)
     cp_supported: bool = True
     gpus_per_node: int = 0              # 0: all on one node
+    redundant: int = 0                  # extra expert slots over the EP group of each layout with ep > 1 (EPLB)
 
     def allowed(self, knob: str, values) -> list:
         v = self.fixed.get(knob)
@@ -87,8 +89,13 @@ def check_fixed(s: Space) -> None:
         raise IronlawError("--cp: this build's training step has no context parallelism; search without --cp")
     if f.get("ep", 1) > 1 and not s.experts:
         raise IronlawError(f"--ep {f['ep']}: the model has no experts; expert parallelism needs a mixture-of-experts")
-    if f.get("ep") and s.experts and s.experts % f["ep"]:
-        raise IronlawError(f"--ep {f['ep']} does not divide the {s.experts} experts; use a divisor of {s.experts}")
+    if f.get("ep") and s.experts and (s.experts + s.redundant) % f["ep"]:
+        slots = f"{s.experts} + {s.redundant} = {s.experts + s.redundant} expert slots" if s.redundant else \
+            f"{s.experts} experts"
+        raise IronlawError(f"--ep {f['ep']} does not divide the {slots}; use a divisor of {s.experts + s.redundant}")
+    if s.redundant and f.get("ep") == 1:
+        raise IronlawError(f"--redundant-experts {s.redundant} spreads replicas of hot experts over the EP group; "
+                           f"leave --ep 1 out or fix --ep > 1")
     if f.get("sequence_parallel") and f.get("tp") == 1:
         raise IronlawError("--sequence-parallel needs tensor parallelism (--tp > 1)")
     if f.get("recompute") is not None and f["recompute"] not in RECOMPUTE:
@@ -97,8 +104,9 @@ def check_fixed(s: Space) -> None:
         raise IronlawError(f"--zero must be 0, 1, 2 or 3, got {f['zero']!r}")
 
 
-def _outer(s: Space):
-    """(tp, pp, cp, dp, ep) degree tuples that multiply to the GPUs and divide what they split."""
+def _outer(s: Space, any_ep: bool = False):
+    """(tp, pp, cp, dp, ep) degree tuples that multiply to the GPUs and divide what they split (``any_ep``: ep
+    whether or not it divides the expert slots)."""
     n, G = s.gpus, s.gpus_per_node or s.gpus
     tps = [d for d in divisors(n) if s.heads % d == 0 and s.kv_heads % d == 0 and (G % d == 0 or d % G == 0)]
     given = all(s.fixed.get(k) is not None for k in ("tp", "pp") + (("cp",) if s.cp_supported else ()))
@@ -110,7 +118,8 @@ def _outer(s: Space):
                 dp = n // (tp * pp * cp)
                 if s.fixed.get("dp") not in (None, dp) or not (given or tiles(tp, dp * cp, G)):
                     continue
-                eps = [d for d in divisors(dp) if s.experts % d == 0 and tiles(tp, d, G)] if s.experts else [1]
+                eps = [d for d in divisors(dp) if (any_ep or (s.experts + s.redundant) % d == 0)
+                       and tiles(tp, d, G)] if s.experts else [1]
                 for ep in s.allowed("ep", eps):
                     yield tp, pp, cp, dp, ep
 
@@ -165,6 +174,8 @@ def enumerate_space(s: Space) -> dict[str, np.ndarray]:
     if not blocks:
         raise IronlawError(_why_empty(s))
     a = np.concatenate(blocks)
+    if s.redundant and not np.any(a[:, COLUMNS.index("ep")] > 1):
+        raise IronlawError(_why_no_slots(s))
     return {k: np.ascontiguousarray(a[:, i]) for i, k in enumerate(COLUMNS)}
 
 
@@ -173,6 +184,23 @@ def _why_empty(s: Space) -> str:
     return (f"no layout of {s.gpus} GPUs divides the global batch {s.global_batch}, the {s.layers} layers and "
             f"the heads{f' with {fixed}' if fixed else ''}; choose a global batch that is a multiple of the "
             f"data-parallel degree")
+
+
+def _why_no_slots(s: Space) -> str:
+    """``--redundant-experts N`` where no layout has an EP group whose degree divides the experts + N: the degrees
+    > 1 the layouts could take, and the nearest N that one of them divides."""
+    tried = sorted({ep for *_, ep in _outer(s, any_ep=True) if ep > 1})
+    e, n = s.experts, s.redundant
+    if not tried:
+        return (f"--redundant-experts {n} spreads replicas over an EP group, and no layout of {s.gpus} GPUs here has "
+                f"expert parallelism > 1 (it splits the data-parallel group); leave --redundant-experts out")
+    if any((e + n) % d == 0 for d in tried):
+        return (f"--redundant-experts {n}: the layouts whose EP degree divides the {e} + {n} = {e + n} expert slots "
+                f"leave no micro-batch that divides the global batch {s.global_batch}; choose another --global-batch")
+    near = next(r for r in range(n, e + n + max(tried)) if any((e + r) % d == 0 for d in tried))
+    hint = f"; --redundant-experts {near} makes {e + near} slots" if near <= e else ""
+    return (f"--redundant-experts {n}: no expert-parallel degree the layouts take ({', '.join(map(str, tried))}) "
+            f"divides the {e} + {n} = {e + n} expert slots{hint}")
 
 
 def groups(c: dict[str, np.ndarray]) -> list[tuple[tuple, np.ndarray]]:

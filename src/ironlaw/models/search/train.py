@@ -23,7 +23,8 @@ MAX_EXACT = 512          # rows the fast path leaves to train_step (footprints t
 
 SETTINGS = {"tp_comm_overlap": True, "overlap_p2p": True, "grad_fp32": False, "expert_imbalance": 1.0,
             "moe_a2a_overlap": False, "moe_dispatcher": dispatcher.DEFAULT, "cuda_graph": (), "fp8_attention": False,
-            "offload_layers": 0, "param_gather_exposed": False, "recompute_layers": None, "recompute_method": None}
+            "offload_layers": 0, "param_gather_exposed": False, "recompute_layers": None, "recompute_method": None,
+            "redundant_experts": 0}
 # the step options of ``analyze`` the search applies to every layout, under ``settings``' names
 STEP_SETTINGS = ("cuda_graph", "fp8_attention", "offload_layers", "param_gather_exposed")
 
@@ -71,7 +72,8 @@ def plan_options(row: dict, gpus: int, nodes: int, global_batch: int, settings: 
             "moe_a2a_overlap": bool(settings["moe_a2a_overlap"] and row["ep"] > 1),
             "moe_dispatcher": fast.dispatcher_of(settings, row["ep"]), "cuda_graph": settings["cuda_graph"],
             "fp8_attention": bool(settings["fp8_attention"]), "offload_layers": settings["offload_layers"],
-            "param_gather_exposed": bool(settings["param_gather_exposed"] and row["zero"] == 1)}
+            "param_gather_exposed": bool(settings["param_gather_exposed"] and row["zero"] == 1),
+            "redundant_experts": settings["redundant_experts"] if row["ep"] > 1 else 0}
 
 
 def check_step_settings(settings: dict, g, hw, fixed: dict) -> dict:
@@ -146,9 +148,23 @@ def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
         out.append(f"full recomputation of {settings['recompute_layers']} layers per model chunk "
                    f"({settings['recompute_method'] or 'block'}, --recompute-layers) on every layout; layouts whose "
                    f"chunks hold fewer layers are left out")
+    if settings["redundant_experts"]:
+        out.append(f"{settings['redundant_experts']} redundant expert slots (EPLB's replicas of hot experts, "
+                   f"--redundant-experts) over the EP group of every layout with EP > 1: ep divides the "
+                   f"{g.meta['experts']} + {settings['redundant_experts']} slots")
     if composition == "serial":
         out.append("data, compute and latency composed serially (--serial)")
     return out
+
+
+def check_redundant(n, g) -> int:
+    """``--redundant-experts N`` as ``analyze`` checks it (``parallel.check_redundant``; at most the experts:
+    ``parallel.check_model``); the EP degrees are the space's (``space.Space.redundant``)."""
+    from .. import parallel
+    n = parallel.check_redundant(n, g)
+    if n:
+        parallel.check_model(g, 1, 1, 1, 1, 1, n)
+    return n
 
 
 def check_dispatcher(settings: dict, spec: str, experts: int, fixed_ep: int | None) -> None:
@@ -252,7 +268,8 @@ def _entry(rank: int, row: dict, st, ctx: fast.Context, L: int) -> dict:
     return {"rank": rank, **row, "recompute_method": p.recompute_method if full else None,
             "chunk_layers": recompute.chunk_most(L, p.pp, p.interleave) if full else None,
             "tp_comm_overlap": p.tp_comm_overlap, "overlap_p2p": p.overlap_p2p,
-            "moe_dispatcher": p.moe_dispatcher if p.ep > 1 else None, "time_s": st.step_s,
+            "moe_dispatcher": p.moe_dispatcher if p.ep > 1 else None,
+            **({"redundant_experts": p.redundant_experts} if p.redundant_experts else {}), "time_s": st.step_s,
             "tokens_per_s_per_gpu": st.flops.tokens_per_step / (st.step_s * ctx.gpus), "mfu": st.mfu,
             "bottleneck": dict(st.bottleneck), "memory_per_gpu_bytes": st.memory.total_bytes,
             "breakdown": st.breakdown.to_dict()}
@@ -289,9 +306,10 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     build_topology(hw, gpus, nodes)                              # devices per node the fabric can join
     g = training_model(spec, hw, seq, dtype, options)
     m = g.meta
+    red = check_redundant((settings or {}).get("redundant_experts") or 0, g)
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
                      int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},
-                     gpus_per_node=gpus // nodes)
+                     gpus_per_node=gpus // nodes, redundant=red)
     t0 = time.perf_counter()
     c = space.enumerate_space(sp)
     settings = {**SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
@@ -331,7 +349,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
                            f"top layouts; this is a bug in ironlaw.models.search.fast")
     used = "pool" if engine == "local" and (workers or 1) > 1 else engine
     setup = {"gpus": gpus, "nodes": nodes, "global_batch": global_batch, "seq": seq}
-    setup["settings"] = settings
+    setup["settings"] = {k: v for k, v in settings.items() if v or k != "redundant_experts"}   # where given
     setup["step_options"] = step_notes(settings, g, hw, composition)
     setup["device_unit"] = UNIT_NAMES[hw.kind]
     return SearchResult("train", spec, hw.name, precision, setup, len(c["tp"]), int(fits.sum()), entries, used,
