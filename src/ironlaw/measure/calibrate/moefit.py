@@ -88,7 +88,8 @@ STREAM_MAX = 1.5
 # ``moe_align_block_size`` maps other ranks' experts to −1 through the ``expert_map`` and ``fused_moe_kernel`` writes
 # zeros to those blocks' rows of both GEMMs' outputs (``write_zeros_to_output``: 2·i' up, h down), the activation runs
 # on the whole M·top-k gate-up cache (3·i': 2·i' read, i' written) and the top-k sum reads every down row (h)
-# (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's fused_moe_triton). "marlin": vLLM's Marlin MoE,
+# (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's python/sglang/srt/layers/moe/fused_moe_triton/
+# fused_moe_triton_kernels.py, ``fused_moe_kernel`` under ``filter_expert``). "marlin": vLLM's Marlin MoE,
 # whose align drops the invalid experts (``ignore_invalid_experts``) so its gate-up GEMM writes no zeros, but the
 # activation spans the whole cache (3·i'), the down output is zeroed (``output.zero_()`` under an ``expert_map``, h)
 # and summed over top-k (h) (vllm/model_executor/layers/fused_moe/fused_marlin_moe.py, ``_fused_marlin_moe``)
