@@ -18,8 +18,10 @@ expectation). Weight-only rows are refused (``kernelfit.rules.MOE_WEIGHT_ONLY``)
 Form (``FORM``): the MoE layer's L, η_w, η_c, η_a with a cost per expert the rows reach and per token of the layer,
 solved within the bounds (moefit.fit per_touched, per_token, exact), the form TensorRT-LLM's 1.0 classes store
 (kernel_moe.py RELEASE_FORM, without its router term): the align/permute runs per token, the GEMMs' grids over the
-touched experts' M blocks. Fitted on every other layer shape, scored on the rest (kernel_rows.held_out), goal median
-≤ 8%, p90 ≤ 20%.
+touched experts' M blocks. The classes of ``kernelfit.rules.MOE_PAIRS`` (vLLM's and SGLang's Triton fused MoE, vLLM's
+Marlin MoE) add to A the bytes their layer moves over the token-expert pairs routed to other ranks' experts under EP
+(moefit.pairs_bytes): zero-filled GEMM output rows, the activation and the top-k sum over the whole M·top-k cache.
+Fitted on every other layer shape, scored on the rest (kernel_rows.held_out), goal median ≤ 8%, p90 ≤ 20%.
 """
 from __future__ import annotations
 
@@ -81,18 +83,23 @@ def groups(data: Path, framework: str, gpus=None, only=None, say=print) -> list[
     return out
 
 
-def fit_class(gpu: str, dt: str, rows: dict, routing: str) -> tuple[dict, np.ndarray, np.ndarray | None, int]:
+def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vllm"
+              ) -> tuple[dict, np.ndarray, np.ndarray | None, int]:
     """(kernel entries as stored, |relative error| of this fit on the held-out shapes, that of the device's
-    TensorRT-LLM fit (its catalog entries) on the same rows — None where the catalog has no such class —, rows
-    fitted)."""
+    TensorRT-LLM fit (its catalog entries, on the law's terms without ``pairs``) on the same rows — None where the
+    catalog has no such class —, rows fitted). A class of ``kernelfit.rules.MOE_PAIRS`` is fitted with the bytes its
+    layer moves over every token-expert pair of the step (moefit.pairs_bytes of the rule's kernel)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
+    from ironlaw.measure.calibrate.kernelfit import rules
     from kernel_moe import layer_terms, stored_predict
-    x, t, keep = layer_terms(gpu, dt, rows, routing)
+    pairs = rules.pair_kernel(framework, dt, gpu)
+    x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs)
     kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **FORM), dt),
                          lambda kern, x: stored_predict(kern, dt, x), x, t, keep)
     cal = hardware.get(gpu).calibration
     have = cal.kernel if cal is not None else {}
+    x = layer_terms(gpu, dt, rows, routing)[0] if pairs else x
     before = (np.abs(stored_predict(have, dt, x[~keep]) / t[~keep] - 1)
               if f"moe_grouped_gemm.{dt}" in have and f"moe_rows.{dt}" in have else None)
     return kern, err, before, int(keep.sum())
@@ -122,7 +129,7 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
     """``kernel_moe.py --framework``: print every class's held-out error, the TRT-LLM fit's before it; ``--write``:
     each GPU's classes merged into the framework's engine file."""
     from ironlaw.machine import engines
-    from ironlaw.measure.calibrate.kernelfit import merged
+    from ironlaw.measure.calibrate.kernelfit import merged, rules
     name = NAMES[a.framework]
     print(f"MoE layer ({name}'s fused MoE), {PACKAGE}: fitted on every other layer shape, scored on the rest; "
           f"held out, median / p90: the device's TensorRT-LLM fit (what serving priced) → {name}'s own")
@@ -133,15 +140,18 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         return 2
     by_gpu: dict = {}
     for gpu, dt, path, routing, version, rows in got:
-        kern, err, before, n_fit = fit_class(gpu, dt, rows, routing)
-        by_gpu.setdefault(gpu, []).append((dt, path, version, kern, n_fit, len(err)))
+        kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework)
+        pairs = rules.pair_kernel(a.framework, dt, gpu)
+        said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
+        by_gpu.setdefault(gpu, []).append((dt, path + said, version, kern, n_fit, len(err)))
         med, p90 = median_p90(err)
         was = "      —       " if before is None else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(before)))
         ok = med <= goal[0] and p90 <= goal[1]
         g = kern[f"moe_grouped_gemm.{dt}"]
         print(f"{gpu:13s} {dt:11s} {len(err):6d}  {was} → {100 * med:5.1f}% / {100 * p90:5.1f}%  "
               f"{'met ' if ok else 'MISS'}  L {2e6 * g['latency_s']:5.1f} µs η_w {g['streamed']:.2f} η_c "
-              f"{g['eta_max']:.2f} η_a {kern[f'moe_rows.{dt}']['memory']:.2f}  {path.split(' (', 1)[1][:-1]}",
+              f"{g['eta_max']:.2f} η_a {kern[f'moe_rows.{dt}']['memory']:.2f}  {path.split(' (', 1)[1][:-1]}"
+              f"{'  pairs ' + pairs if pairs else ''}",
               flush=True)
     if a.write:
         for gpu, fits in by_gpu.items():

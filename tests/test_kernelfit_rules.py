@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from ironlaw.machine import hardware
-from ironlaw.measure.calibrate import kernelfit
+from ironlaw.measure.calibrate import kernelfit, moefit
 from ironlaw.measure.calibrate.kernelfit import rules
 
 REGIMES = set(kernelfit.vocabulary.REGIMES) | {""}
@@ -37,7 +37,8 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "REPLAY_L2_SOURCE": ("gpu",), "MOE_CROSS_CHECK": ("dtype",), "MOE_CROSS_REFERENCE": ("gpu",),
         "CARRIED_GEMM": ("gpu",), "CARRIED_GEMM_SOURCE": ("gpu",),
         "ROTATED_MOE_FRAMEWORKS": ("framework",), "OVERLAP_FLOOR": ("framework", "op"),
-        "MOE_WEIGHT_ONLY": ("framework", "dtype")}
+        "MOE_WEIGHT_ONLY": ("framework", "dtype"), "MOE_PAIRS": ("framework", "moe_dtype"),
+        "MOE_PAIRS_MARLIN": ("framework", "moe_dtype")}
 GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",
@@ -46,7 +47,7 @@ GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_S
                "PLAN_SPLIT_CLASSES", "FA3_SPLIT_CLASSES", "GROUP_FASTEST_CLASSES", "UNIT_WAVE_GPU_CLASSES",
                "KEY_WALK_CLASSES", "CAUSAL_BLOCK_CLASSES", "PLAN_CHUNK_CLASSES", "FA2_SPLIT_CLASSES", "REPLAY_CACHE_OPS",
                "FA3_SM8X_SPLIT_CLASSES", "TILE_COST_CLASSES", "GLOBAL_WINDOW_ROWS", "MOE_CROSS_CHECK",
-               "OVERLAP_FLOOR", "MOE_WEIGHT_ONLY")
+               "OVERLAP_FLOOR", "MOE_WEIGHT_ONLY", "MOE_PAIRS", "MOE_PAIRS_MARLIN")
 
 
 def _known(part: str, value) -> bool:
@@ -56,6 +57,8 @@ def _known(part: str, value) -> bool:
         return value in hardware.names()
     if part == "dtype":
         return value in kernelfit.vocabulary.GEMM_DTYPES.values()
+    if part == "moe_dtype":         # an MoE class's dtype: a GEMM dtype or a weight format (moefit)
+        return value in {*kernelfit.vocabulary.GEMM_DTYPES.values(), moefit.FP8_BLOCK, moefit.W4A16_MXFP4}
     return value in {"framework": FRAMEWORKS, "op": OPS, "regime": REGIMES}[part]
 
 

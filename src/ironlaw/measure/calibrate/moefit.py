@@ -11,7 +11,9 @@ dtype the law's own terms of that layer are fitted:
         U     local experts the tokens reach; W_e the bytes of one expert's three matrices (its share)
         F     2·R·h·3·i' FLOPs of the R routed rows on the rank (gated: 2i' up, i' down)
         A     the bytes the permute, the activation and the combine move, as the law's graph counts them
-              (moe_permute 2·R·h, the routed mlp_act 3·R·i', moe_combine (R + t)·h; bf16)
+              (moe_permute 2·R·h, the routed mlp_act 3·R·i', moe_combine (R + t)·h; bf16); on a kernel whose
+              intermediates span every token-expert pair of the step (``PAIR_KERNELS``: vLLM's and SGLang's Triton
+              and vLLM's Marlin fused MoE under EP) also the pairs routed to other ranks' experts (``pairs_bytes``)
         G     the grouped GEMMs' own rows in and out (R·(2h + 3i'), bf16), at the full bandwidth: the law
               times them at its streaming η, close to 1
 with BW the catalog's HBM bandwidth and P its dense matrix peak in the weight dtype. The rows (R, U) are the
@@ -81,6 +83,17 @@ UNIFORM = "uniform"
 # the weights' stream bound η_w of a table whose collector replays the same experts' weights call after call
 # (aiconfigurator's MoE collectors): an expert re-read from the L2 may beat HBM
 STREAM_MAX = 1.5
+# kernel -> (elements per i', per h) a pair routed to another rank's experts moves in a layer run over every
+# token-expert pair of the step (``pairs_bytes``). "triton": vLLM's and SGLang's Triton fused MoE under EP,
+# ``moe_align_block_size`` maps other ranks' experts to −1 through the ``expert_map`` and ``fused_moe_kernel`` writes
+# zeros to those blocks' rows of both GEMMs' outputs (``write_zeros_to_output``: 2·i' up, h down), the activation runs
+# on the whole M·top-k gate-up cache (3·i': 2·i' read, i' written) and the top-k sum reads every down row (h)
+# (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's python/sglang/srt/layers/moe/fused_moe_triton/
+# fused_moe_triton_kernels.py, ``fused_moe_kernel`` under ``filter_expert``). "marlin": vLLM's Marlin MoE,
+# whose align drops the invalid experts (``ignore_invalid_experts``) so its gate-up GEMM writes no zeros, but the
+# activation spans the whole cache (3·i'), the down output is zeroed (``output.zero_()`` under an ``expert_map``, h)
+# and summed over top-k (h) (vllm/model_executor/layers/fused_moe/fused_marlin_moe.py, ``_fused_marlin_moe``)
+PAIR_KERNELS = {"triton": (5.0, 2.0), "marlin": (3.0, 2.0)}
 COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
 STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
@@ -111,7 +124,7 @@ class MoeFit:
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
-          m_block: str | None = None, router_above: tuple | None = None) -> np.ndarray:
+          m_block: str | None = None, router_above: tuple | None = None, pairs: str | None = None) -> np.ndarray:
     """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep, the
     tokens t the layer takes in, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
     per-touched terms) and, last, whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
@@ -120,7 +133,8 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the
     table's distribution: balanced, or power_law_<α>; ``UNIFORM``: aiter's tables, the expectation of
     ``core.routing.uniform_local``); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows
-    padded to the M block the kernel picks."""
+    padded to the M block the kernel picks; ``pairs`` (``PAIR_KERNELS``): A adds ``pairs_bytes`` of that kernel (the
+    layer's ops run over every token-expert pair of the step, routed to the rank or not)."""
     route = uniform_local if routing == UNIFORM else routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
@@ -138,12 +152,22 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
         r_pad = padded_rows(r, u, block_m(m_block, t * np.asarray(rows["topk"], float), local))
     f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
+    if pairs:
+        a = a + pairs_bytes(pairs, t * np.asarray(rows["topk"], float), r, h, i)
     g = HALF_BYTES * r * (2.0 * h + 3.0 * i)
     torch = (torch_router(rows["num_experts"], rows["topk"], router_above) if router_above
              else np.zeros_like(t, bool)).astype(float)
     logits = torch * 2.0 * HALF_BYTES * t * np.asarray(rows["num_experts"], float)
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u, torch,
                      logits / bw_Bps], 1)
+
+
+def pairs_bytes(kernel: str, pairs, local_rows, hidden, inter):
+    """The bytes a fused-MoE layer whose intermediates span every token-expert pair of the step moves beyond its own
+    routed rows (``terms``' A), for each of the ``pairs`` − ``local_rows`` pairs routed to another rank's experts
+    (bf16): ``PAIR_KERNELS[kernel]`` = (elements per i', per h). 0 where every pair is local (EP 1)."""
+    per_i, per_h = PAIR_KERNELS[kernel]
+    return HALF_BYTES * np.maximum(np.asarray(pairs, float) - local_rows, 0.0) * (per_i * inter + per_h * hidden)
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,

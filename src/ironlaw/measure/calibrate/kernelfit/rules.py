@@ -827,3 +827,28 @@ def tile_class(g: Group) -> bool:
     """Whether ``g`` is a class of ``TILE_S_CLASSES`` on one of its GPUs (its GPU's query tiles, and ``tile_s``)."""
     return g.key[0] == "kernel" and holds(TILE_S_CLASSES, (getattr(g.table, "framework", None), g.key[1]),
                                           getattr(g.table, "gpu", None))
+# (framework, ironlaw dtype) -> the GPUs whose fused-MoE class of that dtype runs vLLM's or SGLang's Triton fused MoE,
+# which under EP spans every token-expert pair of the step, routed to the rank or not (``moefit.PAIR_KERNELS``
+# "triton": zeros written to the other ranks' rows of both GEMMs' outputs, the activation and the top-k sum over the
+# whole M·top-k cache): their classes are fitted with those bytes (``moefit.pairs_bytes``, benchmarks/kernel_moe.py
+# --framework). aiconfigurator-core 0.12.0's H200 vLLM 0.24.0 bf16 rows (Triton experts), 16,384 tokens of
+# 512 experts top-22, hidden 2,048, inter 5,120: 31.2 ms at EP 1, 11.9 ms at EP 4, then 7.1, 6.4, 6.0, 5.8, 5.7 ms at
+# EP 16-256 while the rank's routed rows fall 16-fold (the law without the pairs: 6.3× short at EP 256). Kept where
+# the held-out median and p90 both fall (docs/accuracy.md, "The fused-MoE layer of vLLM and SGLang")
+MOE_PAIRS = {("vllm", "bf16"): ("a100", "h100", "h200", "l40s"), ("vllm", "fp8"): ("l40s",),
+             ("vllm", "fp8_block"): ("l40s",),
+             ("sglang", "bf16"): ("a100", "h100", "h200", "l40s", "rtx-pro-6000"),
+             ("sglang", "fp8_block"): ("h100", "h200", "rtx-pro-6000"),
+             ("sglang", "w4a16_mxfp4"): ("h100", "h200", "l40s")}
+# (framework, ironlaw dtype) -> the GPUs whose class of ``MOE_PAIRS``' kind runs vLLM's Marlin MoE instead
+# (``moefit.PAIR_KERNELS`` "marlin": no zeros from the gate-up GEMM; the activation, the zeroed down output and the
+# top-k sum over every pair): weight-only MXFP4 on L40S and RTX PRO 6000 (vllm_gptossmxfp4moe_marlin_marlinexperts)
+MOE_PAIRS_MARLIN = {("vllm", "w4a16_mxfp4"): ("l40s", "rtx-pro-6000")}
+
+
+def pair_kernel(framework: str, dtype: str, gpu: str) -> str | None:
+    """The kernel (``moefit.PAIR_KERNELS``) whose every-pair bytes ``framework``'s fused-MoE class ``dtype`` on
+    ``gpu`` is fitted with (``MOE_PAIRS``, ``MOE_PAIRS_MARLIN``), None where its layer runs its own rows alone."""
+    if holds(MOE_PAIRS_MARLIN, (framework, dtype), gpu):
+        return "marlin"
+    return "triton" if holds(MOE_PAIRS, (framework, dtype), gpu) else None
