@@ -91,18 +91,24 @@ def _scores(choice: dict, form: str) -> str:
 
 def fit_notes(res) -> list[str]:
     """What the fit assumed of the tables (``KernelCalibration.assumed``) and the classes split within each head
-    dim, or each M, N or K (``kernelfit.rows.split_names``): one line each."""
-    held = res.calibration["held_out"]
-    within = [s.group for s in res.held_out if f"{s.group} (odd rows of each head dim)" in held]
+    dim, each M, N or K, or each value of other shape columns (``kernelfit.rows.split_names``): one line each."""
+    held = set(res.calibration["held_out"])
+    within: dict[str, list[str]] = {}
+    for s in res.held_out:
+        head = f"{s.group} (odd rows of each "
+        each = next((h[len(head):-1] for h in sorted(held) if h.startswith(head)), None)
+        if each:
+            within.setdefault(each, []).append(s.group)
     lines = list(res.assumed)
-    if within:
-        lines.append(f"split within each head dim (the even/odd rows held most of one head dim out): "
-                     f"{'; '.join(within)}")
-    for col in ("m", "n", "k"):             # a GEMM class's (``kernelfit.rows.SPREAD_OPS``)
-        spread = [s.group for s in res.held_out if f"{s.group} (odd rows of each {col})" in held]
-        if spread:
-            lines.append(f"split within each {col.upper()} (the even rows held one {col.upper()} alone): "
-                         f"{'; '.join(spread)}")
+    for each, names in within.items():
+        if each == "head dim":
+            why = "the even/odd rows held most of one head dim out"
+        elif each in ("m", "n", "k"):       # a GEMM class's (``kernelfit.rows.SPREAD_OPS``)
+            each = each.upper()
+            why = f"the even rows held one {each} alone"
+        else:
+            why = f"the even rows held one {each.split(' and ')[-1]} alone"
+        lines.append(f"split within each {each} ({why}): {'; '.join(names)}")
     return lines
 
 

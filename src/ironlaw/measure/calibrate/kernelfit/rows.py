@@ -29,12 +29,15 @@ STRATA = {"context_attention": "head_dim", "generation_attention": "head_dim"}
 # dim's; every other generation class of the three table sets holds 38-62% of each head dim out
 # (docs/accuracy.md, "A held-out split by head dim for generation attention")
 ONE_SIDED = {"context_attention": 0.9, "generation_attention": 2.0 / 3.0}
-# ops whose split alternates within each value of the first shape column its even rows hold one value of, where the
-# class holds several (``single_valued``): a GEMM table timing every M and N at an even count of K values (a user's
-# own, K = 1024 and 4096) puts every even row at one K and every odd row at the other, so the shape model never sees
-# K vary and the held-out rows score its extrapolation alone. Every GEMM class of aiconfigurator-core 0.12.0's and
-# 0.8.0's tables fits several values of M, N and K and keeps the plain split
-SPREAD_OPS = ("gemm",)
+# ops whose split alternates within each value of a shape column its even rows hold one value of, where the class
+# holds several (``single_valued``; after the split within each head dim, ``STRATA``): a GEMM table timing every M and
+# N at an even count of K values (a user's own, K = 1024 and 4096) puts every even row at one K and every odd row at
+# the other, so the shape model never sees K vary and the held-out rows score its extrapolation alone. So do
+# TensorRT-LLM 1.0's B200 and GB200 context tables over 32 heads per KV head (64 and 96 heads under each batch and
+# sequence length: every fitted row at 64) and SGLang 0.5.14's H100 and H200 context class bf16, KV fp8 (its even rows
+# at one KV head). Every other class of aiconfigurator-core 0.12.0's and 0.8.0's (1.0 release) tables fits several
+# values of each column it varies and keeps its split (docs/accuracy.md, "A held-out split within each head count")
+SPREAD_OPS = tuple(SHAPE_COLUMNS)
 
 
 def skipped(tables: list[KernelTable], fp8_block_as: str | None = None) -> list[dict]:
@@ -204,39 +207,56 @@ def main_backend(rows, framework: str):
 def split(rows, op: str = "") -> tuple[object, object]:
     """(fit rows, held-out rows): the even and the odd rows of the shape-sorted group; for an op of ``STRATA``, where
     that leaves over ``ONE_SIDED`` of some value of its column (a head dim) on one side (``one_sided``), the even and
-    the odd rows of each value's own rows, so that every head dim is fitted and held out alike; for an op of
-    ``SPREAD_OPS`` whose even rows hold one value of a shape column (``single_valued``), alike within that column."""
-    col = stratum(rows, op)
-    odd = (np.arange(len(rows)) if col is None else rows.groupby(col, sort=False).cumcount().to_numpy()) % 2 == 1
+    the odd rows of each value's own rows, so that every head dim is fitted and held out alike; where the even rows
+    then hold one value of a shape column the group varies (``single_valued``), alike within each value of that
+    column too, each value starting on the other side from the one before it (``odd_rows``)."""
+    odd = odd_rows(rows, stratum(rows, op), op)
     return rows.iloc[~odd], rows.iloc[odd]
 
 
-def stratum(rows, op: str = "") -> str | None:
-    """The column within each of whose values ``split`` alternates (``STRATA``, where the plain even/odd split is
-    ``one_sided``; ``SPREAD_OPS``, where it fits one value of a column: ``single_valued``), None where it alternates
-    over the whole group."""
+def odd_rows(rows, cols: tuple[str, ...], op: str = "") -> np.ndarray:
+    """Which rows ``split`` holds out when it alternates within each value of ``cols`` (of them all, where none).
+    Each value of a column ``single_valued`` names starts on the other side from the value before it (its rank in
+    the column), so that the rows of one shape fall on both sides across its values: a table timing every batch and
+    sequence length at 64 and 96 heads (TensorRT-LLM 1.0's B200 and GB200 context tables over 32 heads per KV head,
+    16 sequence lengths per batch) alternated within each head count alone fitted both at the same sequence lengths
+    and held the longest three (6,144, 10,240 and 16,384 tokens) out at both."""
+    if not cols:
+        return np.arange(len(rows)) % 2 == 1
+    n = rows.groupby(list(cols), sort=False).cumcount().to_numpy()
+    for c in cols:
+        if c != STRATA.get(op):
+            n = n + rows[c].rank(method="dense").to_numpy().astype(int)
+    return n % 2 == 1
+
+
+def stratum(rows, op: str = "") -> tuple[str, ...]:
+    """The columns within each of whose values ``split`` alternates: ``STRATA``'s, where the plain even/odd split is
+    ``one_sided``, then, for an op of ``SPREAD_OPS``, each column of which that split's even rows hold one value
+    (``single_valued``); () where it alternates over the whole group."""
     col = STRATA.get(op)
-    if col is None and op in SPREAD_OPS:
-        return single_valued(rows, op)
-    if col is None or col not in rows.columns:
-        return None
-    return col if one_sided(rows[col].to_numpy(), np.arange(len(rows)) % 2 == 1, ONE_SIDED[op]) else None
+    cols = (col,) if col is not None and col in rows.columns and one_sided(
+        rows[col].to_numpy(), np.arange(len(rows)) % 2 == 1, ONE_SIDED[op]) else ()
+    while op in SPREAD_OPS and (more := single_valued(rows, op, cols)) is not None:
+        cols += (more,)
+    return cols
 
 
-def single_valued(rows, op: str) -> str | None:
-    """The first shape column of ``op`` of which the even rows of ``rows`` hold one value and ``rows`` several, each
-    value in two rows at least (so that each has one on either side); None where the even rows vary every column the
-    rows vary."""
-    even = rows.iloc[::2]
-    return next((c for c in SHAPE_COLUMNS[op] if c in rows.columns and even[c].nunique() == 1
+def single_valued(rows, op: str, within: tuple[str, ...] = ()) -> str | None:
+    """The first shape column of ``op`` (not of ``within``) of which the even rows of ``rows`` (of each value of
+    ``within``, ``split``'s) hold one value and ``rows`` several, each value in two rows at least (so that each has
+    one on either side); None where the even rows vary every column the rows vary."""
+    even = rows.iloc[~odd_rows(rows, within, op)]
+    return next((c for c in SHAPE_COLUMNS[op] if c in rows.columns and c not in within and even[c].nunique() == 1
                  and rows[c].nunique() > 1 and rows.groupby(c).size().min() >= 2), None)
 
 
 def split_names(rows, op: str = "") -> tuple[str, str]:
     """What ``split`` fits and holds out of ``rows``, as the provenance names them: ("even rows", "odd rows"), or
-    where it alternates within each value of a column ("even rows of each head dim", "odd rows of each k")."""
-    col = stratum(rows, op)
-    each = "" if col is None else f" of each {col.replace('_', ' ')}"
+    where it alternates within each value of columns ("even rows of each head dim", "odd rows of each k", "odd rows
+    of each head dim and num heads")."""
+    cols = stratum(rows, op)
+    each = "" if not cols else f" of each {' and '.join(c.replace('_', ' ') for c in cols)}"
     return f"even rows{each}", f"odd rows{each}"
 
 
