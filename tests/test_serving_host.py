@@ -198,3 +198,18 @@ def test_vllm_runs_its_host_work_serially_sglang_and_pipelined_vllm_overlap_it()
     assert any(x.startswith("host: overlapped") and "disable_overlap_schedule" in x
                for x in got["sglang", 1].lines(offline=True))
     assert got["vllm", 1].to_dict(offline=True)["scheduler"]["host_overlap"] is False
+
+
+def test_the_host_what_if_sets_only_the_serial_engines_host_work(monkeypatch):
+    """benchmarks/vllm_host_whatif.py: the serial engine (vLLM) gets the host time asked for, the overlapped ones
+    (SGLang) keep the carried 0; a bad argument is one line and exit 2."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import vllm_host_whatif as whatif
+    from ironlaw.models.serving import frameworks as fw
+    from ironlaw.models.serving.engine import FITTED
+    patched = whatif.serial_host(4e-3)
+    vllm, sglang = fw.select("vllm", "h100"), fw.select("sglang", "h100")
+    assert patched(vllm, FITTED).host_step_s == 4e-3 and patched(vllm, FITTED).host_serial
+    assert patched(sglang, FITTED).host_step_s == 0.0 and fw.constants(vllm, FITTED).host_step_s == 0.0
+    assert whatif.main(["x"]) == 2 and whatif.main(["0.004", "no_such.py"]) == 2

@@ -22,6 +22,8 @@ source:
                       256, every 16 from 256
         KV cache      vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9 of the device memory for
                       weights, activations and KV; block_size 16 tokens on CUDA (vllm/platforms/cuda.py)
+        host          serial with the device (``VLLM_HOST``): async_scheduling off, EngineCore.step schedules,
+                      executes and updates one after another; overlapped under pipeline parallelism
     SGLang (sgl-project/sglang, python/sglang/srt/server_args.py ServerArgs, the v0.5 line):
         chunked_prefill_size, cuda_graph_max_bs   _handle_gpu_memory_settings by device memory: < 20 GiB
                       2048 and 8; < 35 GiB 2048 and 24 (80 from TP 4); < 60 GiB 4096 and 32 (160 from TP 4);
@@ -41,6 +43,8 @@ source:
                       chunking one request at a time
         mixing        enable_mixed_chunk off: a prompt chunk runs as a prefill batch of its own, the decode
                       batch after it (``step.ServingConstants.mixed_steps``)
+        host          overlapped with the device (``SGLANG_HOST``): disable_overlap_schedule off,
+                      Scheduler.event_loop_overlap
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
 
 ``serve --memory-fraction F`` (F in (0, 1]) sets each engine's own memory knob in place of its default:
@@ -63,7 +67,9 @@ dtype the release's MoE tables lack keeps those constants, and the engine line n
 
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
-frameworks carry TensorRT-LLM's, and their engine line says so. Published vLLM and SGLang runs are scored, not
+frameworks carry TensorRT-LLM's, and their engine line says so. The executor's own work per step is carried too
+(0), ordered as each framework orders it (``Scheduler.host_overlap``: serial under vLLM, added to the device's step;
+overlapped under SGLang), and the ``host:`` line says which. Published vLLM and SGLang runs are scored, not
 fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
