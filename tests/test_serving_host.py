@@ -182,7 +182,7 @@ def test_serial_host_work_adds_to_the_device_step_launches_still_overlap():
         assert h.serial and not a.graph.meta["host"].serial
         assert charged_s(b, serial.constants) == pytest.approx(float(b.time_s) + h.python_s + quiet.step_s)
     assert serial.output_tokens_per_s < over.output_tokens_per_s
-    assert "serial: the executor's work runs between device steps" in serial.steps[0][1].graph.meta["host"].why(1.0)
+    assert "serial executor: its work between device steps" in serial.steps[0][1].graph.meta["host"].why(1.0)
 
 
 def test_vllm_runs_its_host_work_serially_sglang_and_pipelined_vllm_overlap_it():

@@ -114,8 +114,8 @@ class HostStep:
                "a C++ launch, measured: step.runtime.CPP_LAUNCH_S")
         launches = (f"launches {fmt_time(self.launch_s)} ({how}, {self.kernels:,} × {fmt_time(self.per_launch_s)}, "
                     f"{per})" if self.eager else "launches 0 s (one replayed CUDA graph)")
-        mode = ("serial: the executor's work runs between device steps, added to them (no async scheduling)"
-                if self.serial else "overlap scheduler")
+        mode = "serial executor: its work between device steps, no async scheduling" if self.serial else \
+            "overlap scheduler"
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
                 f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
                 f"the device: {who} ({mode})")
