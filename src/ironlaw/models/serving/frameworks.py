@@ -379,11 +379,10 @@ def constants(eng: Engine, base):
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
-                   prefill_cap_tokens=s.long_prefill_tokens,
+                   prefill_cap_tokens=s.long_prefill_tokens, host_serial=not s.host_overlap,
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
-                   host_serial=not s.host_overlap,
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 
