@@ -165,3 +165,51 @@ def test_online_serve_states_the_host_term_of_both_steps():
     out = run_cli("serve", "llama3-8b", "--on", "h100").out.replace("\n", " ")
     assert "launches 0 s (one replayed CUDA graph)" in out and "prefill step, host:" in out
     assert "(eager, as a step with prompt tokens runs: " in out and "prefill" in out and ": host-bound" in out
+
+
+def test_serial_host_work_adds_to_the_device_step_launches_still_overlap():
+    """Serial (vLLM V1 without async scheduling): the executor's work adds to the device's step, the launches of an
+    eager step still run beside it; overlapped: the longer of the device and all the host's work."""
+    from ironlaw.models.serving.step import HostStep
+    step = HostStep("cpu", 1e-3, 2e-3, 8.0, 1.0, True)
+    assert step.step_s(5e-3) == pytest.approx(5e-3)                     # overlapped: hidden under 5 ms
+    assert replace(step, serial=True).step_s(5e-3) == pytest.approx(7e-3)
+    assert replace(step, serial=True).step_s(0.5e-3) == pytest.approx(3e-3)   # launches outlast the device
+    quiet = replace(st.FITTED, launch_s=0.0, host_sequence_s=1e-6)       # 1 us a request: hidden when overlapped
+    over, serial = _qwen("b200", quiet), _qwen("b200", replace(quiet, host_serial=True))
+    for (_, a), (_, b) in zip(over.steps, serial.steps):
+        h = b.graph.meta["host"]
+        assert h.serial and not a.graph.meta["host"].serial
+        assert charged_s(b, serial.constants) == pytest.approx(float(b.time_s) + h.python_s + quiet.step_s)
+    assert serial.output_tokens_per_s < over.output_tokens_per_s
+    assert "serial executor: its work between device steps" in serial.steps[0][1].graph.meta["host"].why(1.0)
+
+
+def test_vllm_runs_its_host_work_serially_sglang_and_pipelined_vllm_overlap_it():
+    """The frameworks' own host ordering at the versions the scored rows ran, each named with its source."""
+    from ironlaw.models.serving import frameworks as fw
+    from ironlaw.models.serving.engine import FITTED
+    got = {(e, pp): fw.select(e, "h100", pp=pp) for e, pp in (("vllm", 1), ("vllm", 2), ("sglang", 1))}
+    assert fw.constants(got["vllm", 1], FITTED).host_serial
+    assert not fw.constants(got["vllm", 2], FITTED).host_serial
+    assert not fw.constants(got["sglang", 1], FITTED).host_serial and not FITTED.host_serial
+    line = got["vllm", 1].lines(offline=False)
+    assert any(x.startswith("host: serial with the device") and "async_scheduling default False" in x for x in line)
+    assert any(x.startswith("host: overlapped") and "disable_overlap_schedule" in x
+               for x in got["sglang", 1].lines(offline=True))
+    assert got["vllm", 1].to_dict(offline=True)["scheduler"]["host_overlap"] is False
+
+
+def test_the_host_what_if_sets_only_the_serial_engines_host_work(monkeypatch):
+    """benchmarks/vllm_host_whatif.py: the serial engine (vLLM) gets the host time asked for, the overlapped ones
+    (SGLang) keep the carried 0; a bad argument is one line and exit 2."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import vllm_host_whatif as whatif
+    from ironlaw.models.serving import frameworks as fw
+    from ironlaw.models.serving.engine import FITTED
+    patched = whatif.serial_host(4e-3)
+    vllm, sglang = fw.select("vllm", "h100"), fw.select("sglang", "h100")
+    assert patched(vllm, FITTED).host_step_s == 4e-3 and patched(vllm, FITTED).host_serial
+    assert patched(sglang, FITTED).host_step_s == 0.0 and fw.constants(vllm, FITTED).host_step_s == 0.0
+    assert whatif.main(["x"]) == 2 and whatif.main(["0.004", "no_such.py"]) == 2

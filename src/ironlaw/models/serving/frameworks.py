@@ -22,6 +22,8 @@ source:
                       256, every 16 from 256
         KV cache      vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9 of the device memory for
                       weights, activations and KV; block_size 16 tokens on CUDA (vllm/platforms/cuda.py)
+        host          serial with the device (``VLLM_HOST``): async_scheduling off, EngineCore.step schedules,
+                      executes and updates one after another; overlapped under pipeline parallelism
     SGLang (sgl-project/sglang, python/sglang/srt/server_args.py ServerArgs, the v0.5 line):
         chunked_prefill_size, cuda_graph_max_bs   _handle_gpu_memory_settings by device memory: < 20 GiB
                       2048 and 8; < 35 GiB 2048 and 24 (80 from TP 4); < 60 GiB 4096 and 32 (160 from TP 4);
@@ -41,6 +43,8 @@ source:
                       chunking one request at a time
         mixing        enable_mixed_chunk off: a prompt chunk runs as a prefill batch of its own, the decode
                       batch after it (``step.ServingConstants.mixed_steps``)
+        host          overlapped with the device (``SGLANG_HOST``): disable_overlap_schedule off,
+                      Scheduler.event_loop_overlap
     TensorRT-LLM   ``engine`` (trtllm-bench's limits) and ``step`` as they are: the default, unchanged.
 
 ``serve --memory-fraction F`` (F in (0, 1]) sets each engine's own memory knob in place of its default:
@@ -63,7 +67,9 @@ dtype the release's MoE tables lack keeps those constants, and the engine line n
 
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
-frameworks carry TensorRT-LLM's, and their engine line says so. Published vLLM and SGLang runs are scored, not
+frameworks carry TensorRT-LLM's, and their engine line says so. The executor's own work per step is carried too
+(0), ordered as each framework orders it (``Scheduler.host_overlap``: serial under vLLM, added to the device's step;
+overlapped under SGLang), and the ``host:`` line says which. Published vLLM and SGLang runs are scored, not
 fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
@@ -85,6 +91,18 @@ VLLM_LONG_PREFILL = ("vllm/config/scheduler.py SchedulerConfig.long_prefill_toke
                      "it where > 0)")
 SGLANG_PREFILL = ("no per-request cap: python/sglang/srt/managers/schedule_policy.py PrefillAdder caps the prefill "
                   "batch (chunked_prefill_size, max_prefill_tokens 16384) and chunks one request at a time")
+VLLM_HOST = ("serial with the device: vllm/config/scheduler.py SchedulerConfig.async_scheduling default False at "
+             "v0.10 and the v0.11 line (made automatic by vllm-project/vllm PR #27614, after them), so "
+             "vllm/v1/engine/core.py EngineCore.step schedules, runs execute_model (input preparation, launches, "
+             "sampling, the sampled tokens read back) and update_from_output one after another; "
+             "step_with_batch_queue keeps batches in flight only under pipeline parallelism")
+VLLM_HOST_PP = ("overlapped with the device: pipeline parallelism runs vllm/v1/engine/core.py "
+                "EngineCore.step_with_batch_queue, a batch scheduled while others run")
+SGLANG_HOST = ("overlapped with the device: python/sglang/srt/server_args.py ServerArgs.disable_overlap_schedule "
+               "default False, so managers/scheduler.py Scheduler.event_loop_overlap launches batch n and processes "
+               "batch n−1's results while it runs; the wait on n−1's sampled tokens is the serial remainder (step_s)")
+HOST_WORK = ("its per-step Python work carried from the TensorRT-LLM fit (host_step_s, host_sequence_s, host_prompt_s; "
+             "no published per-step measurement of {name}'s host time found: docs/how-it-models.md)")
 CARRIED = ("per-step host constants (step_s, launch_s) and expert-GEMM terms carried from the TensorRT-LLM H100 fit "
            "(no {name} end-to-end results fitted)")
 
@@ -101,6 +119,7 @@ class Scheduler:
     memory_fraction: float          # of device memory for weights and KV (and vLLM's activations)
     sources: dict                   # field -> where the framework sets it
     long_prefill_tokens: int = 0    # prompt tokens one request prefills per step at most (0: no cap)
+    host_overlap: bool = True       # the executor's per-step work runs beside the device's step (False: serial)
 
     def given(self, max_num_seqs=None, max_num_batched_tokens=None, memory_fraction=None,
               long_prefill_tokens=None) -> "Scheduler":
@@ -137,6 +156,11 @@ class Scheduler:
                 f"{self.block_tokens}, memory fraction {self.memory_fraction:g}{given('memory_fraction')} "
                 f"({VLLM_SOURCE if vllm else SGLANG_SOURCE})")
 
+    def host_line(self) -> str:
+        """One line: whether the executor's per-step host work overlaps the device's step, and its source."""
+        return (f"host: {self.sources['host_overlap']}; "
+                f"{HOST_WORK.format(name='vLLM' if self.engine == 'vllm' else 'SGLang')}")
+
     def to_dict(self) -> dict:
         return {f.name: (list(getattr(self, f.name)) if f.name == "cuda_graph_batches" else getattr(self, f.name))
                 for f in fields(self)}
@@ -150,8 +174,8 @@ def vllm_graph_sizes(max_num_seqs: int, max_num_batched_tokens: int) -> tuple:
                  + list(range(256, top + 1, 16)))
 
 
-def vllm(hw, offline: bool) -> Scheduler:
-    """vLLM's V1 defaults on ``hw`` (module docstring)."""
+def vllm(hw, offline: bool, pp: int = 1) -> Scheduler:
+    """vLLM's V1 defaults on ``hw`` at ``pp`` pipeline stages (module docstring)."""
     big = hw.memory[hw.device_tier].capacity_bytes >= 70 * GIB and not hw.name.startswith("a100")
     tokens = (16384 if offline else 8192) if big else (8192 if offline else 2048)
     seqs = min(1024 if big else 256, tokens)
@@ -163,7 +187,8 @@ def vllm(hw, offline: bool) -> Scheduler:
         "cuda_graph_batches": VLLM_GRAPHS,
         "block_tokens": "vllm/platforms/cuda.py (block_size 16 when unset)",
         "memory_fraction": "vllm/config/cache.py CacheConfig.gpu_memory_utilization",
-        "long_prefill_tokens": VLLM_LONG_PREFILL})
+        "long_prefill_tokens": VLLM_LONG_PREFILL, "host_overlap": VLLM_HOST_PP if pp > 1 else VLLM_HOST},
+        host_overlap=pp > 1)
 
 
 def sglang(hw, tp: int = 1, pp: int = 1) -> Scheduler:
@@ -185,7 +210,7 @@ def sglang(hw, tp: int = 1, pp: int = 1) -> Scheduler:
         "cuda_graph_batches": f"{where}._generate_cuda_graph_batch_sizes (cuda_graph_max_bs {graph_bs})",
         "block_tokens": f"{where}.page_size default 1",
         "memory_fraction": f"{where}._handle_gpu_memory_settings (mem_fraction_static)",
-        "long_prefill_tokens": SGLANG_PREFILL})
+        "long_prefill_tokens": SGLANG_PREFILL, "host_overlap": SGLANG_HOST})
 
 
 @dataclass(frozen=True)
@@ -237,6 +262,7 @@ class Engine:
                        f"(NVIDIA's MLPerf harness's executor config), each kernel at the {CPP_LAUNCH_SOURCE}")
         if self.scheduler:
             out.append(self.scheduler.line())
+            out.append(self.scheduler.host_line())
             if offline:
                 out.append(CARRIED.format(name=NAMES[self.name]))
         return out
@@ -316,7 +342,7 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
         raise no_release_tables(hw.name, engine, release)
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None, runtime)
-    sched = vllm(hw, offline) if engine == "vllm" else sglang(hw, tp, pp)
+    sched = vllm(hw, offline, pp) if engine == "vllm" else sglang(hw, tp, pp)
     return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction),
                                                 long_prefill_tokens=long_prefill_tokens))
 
@@ -355,7 +381,7 @@ def constants(eng: Engine, base):
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
-                   prefill_cap_tokens=s.long_prefill_tokens,
+                   prefill_cap_tokens=s.long_prefill_tokens, host_serial=not s.host_overlap,
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,

@@ -210,7 +210,8 @@ def steady(run: EngineRun, batch: int, max_num_tokens: int) -> Steady:
                    "device_s": sum(w * dev for w, _, dev in hosts),
                    "host_bound_share": sum(w for w, h, dev in hosts if h.time_s > dev),
                    "host_cpu": hosts[0][1].cpu, "host_speed": hosts[0][1].speed,
-                   "host_speed_stated": hosts[0][1].stated, "host_runtime": hosts[0][1].runtime},
+                   "host_speed_stated": hosts[0][1].stated, "host_runtime": hosts[0][1].runtime,
+                   "host_serial": hosts[0][1].serial},
                   [(share, est) for share, (_, est) in parts])
 
 

@@ -36,7 +36,9 @@ constant (``expertcarry.measured_layer``). A decode-only step
 replays a CUDA graph; a step that carries prompt tokens runs eagerly, the host launching its kernels one by
 one, and lasts at least ``launches · launch_s`` (``host_floor_s``). Under the overlap scheduler the host's own
 work for a step (its launches, the executor's fixed and per-request Python) runs beside the device's step, and the
-step lasts the longer of the two (``HostStep``, on the device's named host CPU). The tensor-parallel all-reduces run on
+step lasts the longer of the two (``HostStep``, on the device's named host CPU); an engine whose executor runs
+serially with the device (``ServingConstants.host_serial``: vLLM V1 without async scheduling) adds its Python work
+to the step, its launches still beside the device (``HostStep.step_s``). The tensor-parallel all-reduces run on
 TensorRT-LLM's own all-reduce op where the device measures it (``trtllm_allreduce``), NCCL's curve elsewhere.
 
 One concept a module, each importing only those below it (the "inside step" import contract): ``run`` (the engine

@@ -85,17 +85,28 @@ class HostStep:
     per_launch_s: float = 0.0  # host seconds per launch (``ServingConstants.launch_s``)
     piecewise: bool = False   # the step replays piecewise graphs around its attention (vLLM V1)
     runtime: str = "pytorch"  # the executor launching the kernels (``runtime.RUNTIMES``): whose ``per_launch_s``
+    serial: bool = False      # the executor's work runs between device steps (``ServingConstants.host_serial``)
 
     @property
     def time_s(self) -> float:
         return self.launch_s + self.python_s
+
+    def step_s(self, device_s: float) -> float:
+        """The step's seconds beside the device's ``device_s``, ``step_s`` aside. Overlapped (an overlap scheduler):
+        the longer of the device's time and the host's whole work. Serial (vLLM V1 without async scheduling): the
+        host launches the step's kernels while the device runs them (the longer of the two), and its scheduling,
+        input preparation and output handling (``python_s``) run before and after, the device idle: they add."""
+        if self.serial:
+            return max(device_s, self.launch_s) + self.python_s
+        return max(device_s, self.time_s)
 
     def why(self, device_s: float) -> str:
         """One line: what the host does in the step, against the device's time for it."""
         from ....core.units import fmt_time
         speed = (f"{self.speed:.2f}× the fit host's time (linear_s)" if self.stated else
                  "no linear_s stated: the fit host's speed carried")
-        who = "the host binds" if self.time_s > device_s else "hidden under the device's"
+        who = ("the host binds" if self.time_s > device_s else
+               "launches hidden under the device's, executor work added" if self.serial else "hidden under the device's")
         how = ("piecewise CUDA graphs around attention: attention kernels and graphs" if self.piecewise else
                "eager, as a step with prompt tokens runs: kernels" if self.runtime == "pytorch" else
                "TensorRT-LLM's C++ executor, no CUDA graphs: kernels")
@@ -103,9 +114,11 @@ class HostStep:
                "a C++ launch, measured: step.runtime.CPP_LAUNCH_S")
         launches = (f"launches {fmt_time(self.launch_s)} ({how}, {self.kernels:,} × {fmt_time(self.per_launch_s)}, "
                     f"{per})" if self.eager else "launches 0 s (one replayed CUDA graph)")
+        mode = "serial executor: its work between device steps, no async scheduling" if self.serial else \
+            "overlap scheduler"
         return (f"{fmt_time(self.time_s)} of host work per step on {self.cpu}: {launches} + executor "
                 f"{fmt_time(self.python_s)} ({self.sequences:,.0f} request{'' if round(self.sequences) == 1 else 's'}, {speed}) vs {fmt_time(device_s)} on "
-                f"the device: {who} (overlap scheduler)")
+                f"the device: {who} ({mode})")
 
 
 def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0) -> HostStep:
@@ -120,13 +133,14 @@ def host_step(run, g: Graph, eager: bool, sequences: float, prompts: float = 0.0
     python = speed * (c.host_step_s + c.host_sequence_s * sequences + c.host_prompt_s * prompts)
     n = host_launches(g, c, eager)
     return HostStep(name, n * c.launch_s, python, float(sequences), speed, stated, float(prompts), eager, n,
-                    c.launch_s if eager else 0.0, eager and piecewise(g, c), c.runtime)
+                    c.launch_s if eager else 0.0, eager and piecewise(g, c), c.runtime, c.host_serial)
 
 
 def charged_s(est, constants: ServingConstants) -> float:
-    """The seconds the engine charges a priced step ``est`` (``priced``): the longer of the device's law time
-    and the host's work, plus the fixed ``step_s``."""
-    return max(float(est.time_s), est.graph.meta["host"].time_s) + constants.step_s
+    """The seconds the engine charges a priced step ``est`` (``priced``): the device's law time and the host's work
+    as the executor orders them (``HostStep.step_s``: the longer of the two where they overlap; the executor's
+    work added where it runs serially), plus the fixed ``step_s``."""
+    return est.graph.meta["host"].step_s(float(est.time_s)) + constants.step_s
 
 
 def bottleneck(est) -> dict:

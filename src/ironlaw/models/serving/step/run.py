@@ -103,7 +103,8 @@ def priced(run: EngineRun, g: Graph, eager: bool, sequences: float, prompts: flo
     """(seconds, Estimate) of the engine step ``g`` (sharded, staged, its collectives in bf16) carrying
     ``sequences`` requests, ``prompts`` of them admitted in it: the law on the engine's calibration
     (``run.law_hw``) or the host's work for the step (``host_step``: its launches when ``eager``, the executor's
-    per-step, per-request and per-prompt work), whichever is longer (the overlap scheduler), plus ``step_s``. The
+    per-step, per-request and per-prompt work), whichever is longer under an overlap scheduler, the Python work added
+    where the executor runs serially (``HostStep.step_s``), plus ``step_s``. The
     step's graph keeps its ``HostStep`` (meta ``host``)."""
     from ....law import law
     g.meta.update(eager=eager, launches=launches(g))
