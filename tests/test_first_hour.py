@@ -1,0 +1,41 @@
+"""A new user's first hour: the command line's printed lines, the catalog's memory sizes, each wrong before."""
+import re
+import tomllib
+
+import pytest
+
+from ironlaw.machine import hardware
+
+
+def test_a_printed_line_holding_brackets_prints_as_written(capsys):
+    """emit_lines printed through rich with markup on: "[calibration]" was taken for a style and vanished."""
+    from ironlaw.cli.common import emit_lines
+    lines = ["store it in [calibration] of my.toml", "x [bold]y[/bold] [kv_cache]"]
+    emit_lines(lines, "text")
+    assert capsys.readouterr().out.splitlines() == lines
+
+
+def test_every_memory_tier_but_storage_is_stored_binary():
+    """DRAM, HBM and SRAM sizes are binary (JEDEC JESD100B.01); GB300's Grace share was "236 GB" where GB200's
+    identical share from the same spec table is 236 GiB."""
+    decimal = []
+    for path in sorted(hardware.CATALOG_DIR.glob("*.toml")):
+        for m in tomllib.loads(path.read_text()).get("memory", []):
+            if m.get("role") != "storage" and not re.fullmatch(r"[\d.]+ [KMGT]iB", m["capacity_bytes"]):
+                decimal.append(f"{path.stem}.{m['name']}: {m['capacity_bytes']}")
+    assert not decimal
+    host = {n: next(t for t in hardware.get(n).memory if t.role == "host").capacity_bytes for n in ("gb200", "gb300")}
+    assert host["gb300"] == host["gb200"] == 236 * 2**30
+
+
+@pytest.mark.parametrize("name,total_bytes,cited", [("l4", 23034 * 2**20, "23,034 MiB"),
+                                                    ("l40s", 46068 * 2**20, "46,068 MiB"),
+                                                    ("t4", 15360 * 2**20, "15,360 MiB"),
+                                                    ("h100-nvl", 99961274368, "99,961,274,368 B")])
+def test_cited_driver_totals_are_the_device_memory(name, total_bytes, cited):
+    """L4, L40S, T4 and H100 NVL cited the totals their drivers report but kept the datasheet's binary size, 6% more
+    memory for the KV cache than the part hands out; H100 and H200 hold theirs."""
+    hw = hardware.get(name)
+    dev = hw.memory[hw.device_tier]
+    assert dev.capacity_bytes == total_bytes
+    assert dev.source.startswith("measured") and cited in dev.source
