@@ -39,3 +39,35 @@ def test_cited_driver_totals_are_the_device_memory(name, total_bytes, cited):
     dev = hw.memory[hw.device_tier]
     assert dev.capacity_bytes == total_bytes
     assert dev.source.startswith("measured") and cited in dev.source
+
+
+def test_hardware_show_cuts_no_source_at_80_columns(cli):
+    """GB300's host tier source printed "(Megatron-Bridge…" and "cpu_offloading_n…": a word longer than the
+    column was cut; it folds now, every character kept."""
+    r = cli("hardware", "show", "gb300", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    assert "…" not in r.out and max(len(line) for line in r.out.splitlines()) <= 80
+    cells = "".join(line.split("│")[-2].strip() for line in r.out.splitlines() if line.count("│") >= 6)
+    assert "cpu_offloading_num_layers" in cells
+
+
+def test_fit_keeps_a_long_case_name_whole_at_80_columns(cli, tmp_path):
+    """A validate run of py:/a/long/path/model.py was shown as "py:/work/wt-firstu…" in fit's table."""
+    import json
+    from pathlib import Path
+    name = "py:/home/someone/projects/vision/models/resnet_variant.py:resnet18"
+    ops = [{"index": i, "name": "aten::mm", "kind": "matmul", "dtype": "fp32", "count": 1, "flops": 2.0 * n ** 3,
+            "bytes": {"weights": 4.0 * n * n, "activations": 8.0 * n * n}, "median_s": 1e-5 * n, "min_s": 1e-5 * n,
+            "measured_cv": 0.0, "spread_s": 0.0} for i, n in enumerate((64, 256, 1024))]
+    total = sum(o["median_s"] for o in ops)
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"schema": "ironlaw.validate/1", "workload": {"name": name, "phase": "infer",
+                                                                          "batch": 8}, "ops": ops,
+                               "spread": {"median_s": total, "min_s": total, "spread_s": 0.0, "cv": 0.0},
+                               "total": {"views": 0}}))
+    profile = Path(__file__).parent / "data" / "validate-cpu.toml"
+    r = cli("fit", str(run), "--on", str(profile), env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    assert "…" not in r.out
+    cells = "".join(line.split("│")[1].strip() for line in r.out.splitlines() if line.startswith("│"))
+    assert name in cells

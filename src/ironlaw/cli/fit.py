@@ -34,7 +34,7 @@ def fit_cmd(
             continue
         t = Table(title=f"{'FITTED (the calibration saw these)' if g == 'fitted' else 'HELD OUT (never fitted)'}")
         for col in ("case", "measured", "CV", "predicted", "error", "naive", "ops ±25%"):
-            t.add_column(col, justify="left" if col == "case" else "right")
+            t.add_column(col, justify="left" if col == "case" else "right", overflow="fold")   # a path folds, never cut
         for r in rows:
             t.add_row(*row_cells(r))
         c.print(t)
