@@ -71,3 +71,13 @@ def test_fit_keeps_a_long_case_name_whole_at_80_columns(cli, tmp_path):
     assert "…" not in r.out
     cells = "".join(line.split("│")[1].strip() for line in r.out.splitlines() if line.startswith("│"))
     assert name in cells
+
+
+def test_a_step_that_cannot_fit_suggests_no_micro_batch_below_one(cli):
+    """Llama 3 8B training at batch 1 on one H100 was told to use "a smaller --micro-batch"; at 8 it still is."""
+    one = cli("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--batch", "1", "--seq", "2048")
+    eight = cli("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--batch", "8", "--seq", "2048")
+    assert one.rc == eight.rc == 2
+    assert "even fully sharded" in one.err and "micro-batch" not in one.err
+    assert one.err.strip().endswith("use more devices, or larger --tp/--pp/--cp")
+    assert eight.err.strip().endswith("use more devices, larger --tp/--pp/--cp, or a smaller --micro-batch")
