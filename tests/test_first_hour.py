@@ -81,3 +81,18 @@ def test_a_step_that_cannot_fit_suggests_no_micro_batch_below_one(cli):
     assert "even fully sharded" in one.err and "micro-batch" not in one.err
     assert one.err.strip().endswith("use more devices, or larger --tp/--pp/--cp")
     assert eight.err.strip().endswith("use more devices, larger --tp/--pp/--cp, or a smaller --micro-batch")
+
+
+def test_compare_against_a_calibrated_copy_of_the_same_device(tmp_path):
+    """`calibrate --kernels … --gpu h100 --out my.toml` writes a profile named h100; `compare --on h100
+    --vs-hardware my.toml` was refused as "the device --on h100 already names". Another file is another device;
+    an alias of the same entry is still refused."""
+    import ironlaw
+    from ironlaw.core.errors import IronlawError
+    mine = tmp_path / "my.toml"
+    text = (hardware.CATALOG_DIR / "h100.toml").read_text()
+    mine.write_text(text.replace('peak_flops = "989', 'peak_flops = "900', 1))
+    cmp = ironlaw.compare("llama3-8b", on="h100", phase="decode", vs_hardware=str(mine))
+    assert cmp.after.time_s != cmp.before.time_s
+    with pytest.raises(IronlawError, match="already names"):
+        ironlaw.compare("llama3-8b", on="h100", phase="decode", vs_hardware="h100-sxm")
