@@ -96,3 +96,13 @@ def test_compare_against_a_calibrated_copy_of_the_same_device(tmp_path):
     assert cmp.after.time_s != cmp.before.time_s
     with pytest.raises(IronlawError, match="already names"):
         ironlaw.compare("llama3-8b", on="h100", phase="decode", vs_hardware="h100-sxm")
+
+
+def test_sweep_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tmp_path):
+    """`sweep --on h100,my.toml` (a profile of h100) said "--on names h100 twice", which the user never typed."""
+    mine = tmp_path / "my.toml"
+    mine.write_text((hardware.CATALOG_DIR / "h100.toml").read_text())
+    r = cli("sweep", "llama3-8b", "--phase", "decode", "--on", f"h100,{mine}", "--batch", "1,2")
+    assert r.rc == 2 and f"--on h100, {mine}: each is the device h100" in r.err and "--vs-hardware" in r.err
+    alias = cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100,h100-sxm", "--batch", "1,2")
+    assert alias.rc == 2 and "--on names h100 (h100, h100-sxm) twice" in alias.err
