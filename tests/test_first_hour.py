@@ -106,3 +106,13 @@ def test_sweep_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tm
     assert r.rc == 2 and f"--on h100, {mine}: each is the device h100" in r.err and "--vs-hardware" in r.err
     alias = cli("sweep", "llama3-8b", "--phase", "decode", "--on", "h100,h100-sxm", "--batch", "1,2")
     assert alias.rc == 2 and "--on names h100 (h100, h100-sxm) twice" in alias.err
+
+
+def test_the_command_list_cuts_no_description(cli):
+    """`ironlaw --help` listed "analyze    Predict one workload on one device: terms, bottleneck,...": click cut
+    each docstring's first sentence to the width; each verb now has a short help of its own."""
+    r = cli("--help", env={"COLUMNS": "80"})
+    assert r.rc == 0, r.err
+    listed = r.out.split("Commands:")[1].splitlines()
+    assert len([line for line in listed if line.strip()]) == 13
+    assert not [line for line in listed if line.rstrip().endswith("...") or len(line) > 80]

@@ -10,7 +10,7 @@ from .common import app, check_format, console_for, emit_json
 from .options import Format
 
 
-@app.command("fit")
+@app.command("fit", short_help="Fit efficiencies and per-op overheads from validate runs.")
 def fit_cmd(
     runs: List[str] = typer.Argument(..., help="validate documents to fit on (ironlaw validate … --out RUN.json)"),
     hold_out: Optional[List[str]] = typer.Option(None, "--hold-out", help="validate documents to report on, never fitted"),
