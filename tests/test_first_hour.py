@@ -116,3 +116,10 @@ def test_the_command_list_cuts_no_description(cli):
     listed = r.out.split("Commands:")[1].splitlines()
     assert len([line for line in listed if line.strip()]) == 13
     assert not [line for line in listed if line.rstrip().endswith("...") or len(line) > 80]
+
+
+def test_an_unknown_workload_says_how_many_names_it_left_out(cli):
+    """`analyze foo` listed 12 names and "…": how many more, and where to see them, was left to guess."""
+    r = cli("analyze", "foo", "--on", "h100")
+    assert r.rc == 2 and "…" not in r.err
+    assert re.search(r"gemv:, and \d+ more \(`ironlaw workloads list` names each\)", r.err), r.err
