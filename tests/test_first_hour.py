@@ -123,3 +123,12 @@ def test_an_unknown_workload_says_how_many_names_it_left_out(cli):
     r = cli("analyze", "foo", "--on", "h100")
     assert r.rc == 2 and "…" not in r.err
     assert re.search(r"gemv:, and \d+ more \(`ironlaw workloads list` names each\)", r.err), r.err
+
+
+def test_hardware_list_is_in_name_order(cli):
+    """`hardware list` put a100-40gb and a100-pcie before a100, h100-nvl and h100-pcie before h100 (the files'
+    order: '-' sorts before '.')."""
+    import json
+    r = cli("hardware", "list", "--format", "json")
+    names = [d["name"] for d in json.loads(r.out)["devices"]]
+    assert names == sorted(names) and names.index("h100") < names.index("h100-nvl")
