@@ -37,7 +37,8 @@ def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
 def unknown(what: str, name: str, choices: Iterable[str], listed: Iterable[str] | None = None,
             listed_as: str = "known") -> IronlawError:
     """"unknown WHAT 'name'" with the nearest of ``choices``; when none is near, ``listed`` (every one of them, the
-    caller's pick, e.g. the names without their aliases) as "; LISTED_AS: …", else ``choices`` cut at 12 names and how many more."""
+    caller's pick, e.g. the names without their aliases) as "; LISTED_AS: …", else ``choices`` cut at 12 names and
+    how many more."""
     choices = sorted(choices)
     name = str(name)
     hint = suggest(name, choices)
