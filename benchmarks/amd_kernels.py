@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
 from bench import print_table  # noqa: E402
+from aiter_extract import keep_fastest, write_per_gpu  # noqa: E402
 
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20            # issue 35: held-out rows per GPU and kernel class
 DATA = ROOT / "tests" / "data" / "aiter_kernels"
@@ -90,27 +91,24 @@ def aiter_rows(repo: Path) -> dict:
             us = float(r["us"])
             if not us > 0 or us == float("inf"):
                 continue
-            row = (GPUS[key[:2]], KEEP[key], int(r["M"]), int(r["N"]), int(r["K"]))
-            if row not in best or us < best[row][0]:
-                best[row] = (us, name)
+            keep_fastest(best, (GPUS[key[:2]], KEEP[key], int(r["M"]), int(r["N"]), int(r["K"])), us, name)
     return best
 
 
 def extract(repo: Path) -> None:
+    """``aiter_rows`` as one kernel table per GPU: <gpu>/gemm/aiter/<commit>/gemm_perf.csv, each class sorted by
+    shape (every ``EVERY``-th row where it says)."""
     best = aiter_rows(repo)
-    for gpu in sorted({k[0] for k in best}):
-        out = DATA / gpu / "gemm" / "aiter" / COMMIT[:8] / "gemm_perf.csv"
-        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def rows_of(gpu: str) -> list[list]:
         rows = []
         for dt in sorted({k[1] for k in best if k[0] == gpu}):
             mine = sorted((k, v) for k, v in best.items() if k[:2] == (gpu, dt))
-            rows += mine[::EVERY.get((gpu, dt), 1)]
-        with out.open("w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(["device", "gemm_dtype", "m", "n", "k", "latency_us", "aiter_table"])
-            for (g, dt, m, n, k), (us, name) in rows:
-                w.writerow([g, dt, m, n, k, f"{us:g}", name.removeprefix("aiter/configs/")])
-        print(f"wrote {out.relative_to(ROOT)}: {len(rows)} rows")
+            rows += [[g, d, m, n, k, f"{us:g}", name.removeprefix("aiter/configs/")]
+                     for (g, d, m, n, k), (us, name) in mine[::EVERY.get((gpu, dt), 1)]]
+        return rows
+    header = ["device", "gemm_dtype", "m", "n", "k", "latency_us", "aiter_table"]
+    write_per_gpu(best, DATA, ROOT, COMMIT, "gemm", header, rows_of)
 
 
 def run_gpu(gpu: str, write: bool, stored: bool, gemm_fill: str = "half") -> list:

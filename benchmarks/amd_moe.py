@@ -73,6 +73,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).parent))
 from amd_kernels import COMMIT, DATA  # noqa: E402
 from kernel_rows import held_out, median_p90  # noqa: E402
+from aiter_extract import keep_fastest, write_per_gpu  # noqa: E402
 
 GOAL_MEDIAN, GOAL_P90 = 0.08, 0.20
 ORIGIN = f"ROCm/aiter {COMMIT[:8]} (AMD), tuned fused-MoE tables (tests/data/aiter_kernels)"
@@ -137,25 +138,19 @@ def aiter_rows(repo: Path) -> dict:
             if gpu is None or not 0 < us < float("inf"):
                 continue
             key = (gpu, KEEP[quant]) + tuple(int(r[c]) for c in ("model_dim", "inter_dim", "topk", "expert", "token"))
-            kernel = "1-stage" if r.get("run_1stage") == "1" else "2-stage"
-            if key not in best or us < best[key][0]:
-                best[key] = (us, kernel, table)
+            keep_fastest(best, key, us, "1-stage" if r.get("run_1stage") == "1" else "2-stage", table)
     return best
 
 
 def extract(repo: Path) -> None:
     """``aiter_rows`` as one kernel table per GPU: <gpu>/moe/aiter/<commit>/moe_perf.csv, sorted by class and shape."""
     best = aiter_rows(repo)
-    for gpu in sorted({k[0] for k in best}):
-        out = DATA / gpu / "moe" / "aiter" / COMMIT[:8] / "moe_perf.csv"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(COLUMNS)
-            for key, (us, kernel, table) in sorted((k, v) for k, v in best.items() if k[0] == gpu):
-                _, dt, h, i, k, e, t = key
-                w.writerow([gpu, dt, t, h, i, k, e, 1, 1, "uniform", f"{us:g}", kernel, table])
-        print(f"wrote {out.relative_to(ROOT)}: {sum(k[0] == gpu for k in best)} rows")
+
+    def rows_of(gpu: str) -> list[list]:
+        return [[gpu, dt, t, h, i, k, e, 1, 1, "uniform", f"{us:g}", kernel, table]
+                for (_, dt, h, i, k, e, t), (us, kernel, table) in sorted((k, v) for k, v in best.items()
+                                                                         if k[0] == gpu)]
+    write_per_gpu(best, DATA, ROOT, COMMIT, "moe", COLUMNS, rows_of)
 
 
 def groups(gpus: list[str] | None) -> list[tuple]:

@@ -33,6 +33,15 @@ FLOOR = "import numpy, typer, typer.main, rich.console, rich.table, rich.markup,
 MAX_THROUGHPUT = dict(spec="llama3.1-8b", on="h100", dtype="fp8", prompt=2048, output=2048, max_throughput=True)
 
 
+def env_for(src: Path) -> dict:
+    """The environment a timed process of ``src`` runs in: ``src`` first on PYTHONPATH, bytecode written (the
+    warm-up round writes it, as an installed package has it; under PYTHONDONTWRITEBYTECODE a fresh checkout, a
+    --baseline extracted from git, compiled every module on each start: ~0.7G more instructions a cold analyze)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def cold(args: list[str], srcs: list[Path], n: int = 9,
          code: str | None = None) -> dict[Path, tuple[list[float], list[float]]]:
     """Wall and CPU seconds of ``ironlaw ARGS`` (or of ``python -c CODE``) run cold with each of ``srcs`` first on
@@ -42,7 +51,7 @@ def cold(args: list[str], srcs: list[Path], n: int = 9,
     cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "ironlaw", *args]
     for k in range(n + 1):
         for s in srcs:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(s), os.environ.get("PYTHONPATH", "")]))
+            env = env_for(s)
             if code:                                  # as the CLI asks before numpy loads
                 env.setdefault("OPENBLAS_NUM_THREADS", "1")
             r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
@@ -80,7 +89,7 @@ def evals_per_s(srcs: list[Path], n: int = 100_000, rounds: int = 3, sweeps: int
     out = {s: ([], []) for s in srcs}
     for _ in range(rounds):
         for s in srcs:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(s), os.environ.get("PYTHONPATH", "")]))
+            env = env_for(s)
             r = subprocess.run([sys.executable, "-c", EVALS.format(n=n, sweeps=sweeps)], capture_output=True,
                                text=True, env=env)
             assert r.returncode == 0, r.stderr

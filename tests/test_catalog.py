@@ -341,9 +341,9 @@ def test_machine_balance_tiers_latency_power_are_physical():
 def test_device_tier_is_the_datasheet_memory():
     # vendor memory sizes (GB read as GiB), independent of the csv copy
     gib = {"a100": 80, "a100-40gb": 40, "a100-pcie": 80, "h100": 81559 / 1024, "h100-pcie": 80,
-           "h200": 143771 / 1024, "b200": 180,                         # H100, H200: the nvidia-smi totals in MiB
-           "mi300x": 192, "mi250x": 128, "l4": 24, "t4": 16, "rtx-4090": 24, "tpu-v4": 32, "tpu-v5e": 16,
-           "tpu-v5p": 95, "jetson-agx-orin": 64, "apple-m2": 24, "apple-m2-ultra": 192, "apple-m3-max": 128,
+           "h200": 143771 / 1024, "b200": 180,                    # H100, H200, L4, T4: the nvidia-smi totals in MiB
+           "mi300x": 192, "mi250x": 128, "l4": 23034 / 1024, "t4": 15360 / 1024, "rtx-4090": 24, "tpu-v4": 32,
+           "tpu-v5e": 16, "tpu-v5p": 95, "jetson-agx-orin": 64, "apple-m2": 24, "apple-m2-ultra": 192, "apple-m3-max": 128,
            "gb10": 128}
     for name, g in gib.items():
         hw = hardware.get(name)

@@ -93,6 +93,9 @@ def test_catalog_agrees_with_the_printed_datasheet_figure(row):
     hw = hardware.get(row["device"])
     got, want = _got(hw, row["quantity"]), _want(row)
     assert got is not None, f"{hw.name} has no {row['quantity']}; {row['source']} prints {row['printed']} {row['unit']}"
+    if row["quantity"] == "mem" and hw.memory[hw.device_tier].source.startswith("measured"):
+        assert 0.93 * want <= got < want, f"{hw.name}: a driver's total below the printed size, ECC's 1/16 at most"
+        return
     assert got == pytest.approx(want, rel=TOL), f"{hw.name} {row['quantity']}: catalog {got:.4g}, datasheet {want:.4g}"
 
 

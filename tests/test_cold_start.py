@@ -17,6 +17,7 @@ OTHER_VERBS = tuple(f"ironlaw.cli.{v}" for v in ("hardware", "workloads", "contr
                                                  "serve", "validate", "fit", "probe", "search", "calibrate"))
 HEAVY = OTHER_VERBS + ("ironlaw.models.parallel", "ironlaw.models.training", "ironlaw.models.serving", "ironlaw.models.search",
          "ironlaw.models.run_cost", "ironlaw.machine.network.topology", "ironlaw.models.capture", "pandas", "pyarrow",
+         "ironlaw.machine.engines",
          "torch")
 
 RUN = """

@@ -124,6 +124,13 @@ def _train_step(spec: str, on, o: StepOptions, opts: dict, cost):
     return step
 
 
+def _same_file(a, b) -> bool:
+    """Two devices read from one hardware file (an alias, or the path of a catalog entry): a calibrated copy of
+    h100 (``calibrate --kernels … --out my.toml``) keeps the name h100 and is another device."""
+    from pathlib import Path
+    return a.name == b.name and Path(a.path).resolve() == Path(b.path).resolve()
+
+
 @front_door
 def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs_hardware: Optional[str] = None,
             batch=1, seq=None, phase: Optional[str] = None, dtype: Optional[str] = None, serial: bool = False,
@@ -140,7 +147,7 @@ def compare(spec: str, on="h100", *, what_if: Union[str, Sequence[str]] = (), vs
         from ..models.whatif import names
         raise IronlawError("compare needs --what-if \"…\" or --vs-hardware HW (transforms: "
                            + ", ".join(names()) + ")")
-    if vs_hardware is not None and not steps and device(vs_hardware).name == device(on).name:
+    if vs_hardware is not None and not steps and _same_file(device(vs_hardware), device(on)):
         raise IronlawError(f"--vs-hardware {vs_hardware} is the device --on {on} already names: the 'after' case would "
                            f"be the 'before' one; name another device or add --what-if \"…\"")
     if vs_hardware is not None:

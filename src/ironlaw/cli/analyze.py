@@ -12,7 +12,7 @@ from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTarg
                       with_run_cost)
 
 
-@app.command()
+@app.command(short_help="Predict one workload on one device: its terms and bottleneck.")
 @with_run_cost
 @with_case
 def analyze(

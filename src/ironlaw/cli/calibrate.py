@@ -12,7 +12,7 @@ from .common import app, check_format, console, emit_json
 from .options import Format
 
 
-@app.command("calibrate")
+@app.command("calibrate", short_help="Fit GEMM and attention η on measured kernel tables.")
 def calibrate_cmd(
     kernels: str = typer.Option(..., "--kernels", help="a folder of kernel tables (<gpu>/<family>/<framework>/"
                                 "<version>/<op>_perf.parquet|.csv, aiconfigurator-core's layout, or <op>_perf.csv "

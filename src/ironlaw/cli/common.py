@@ -87,13 +87,14 @@ def say_written(fmt: str, plot=None, html=None) -> None:
 
 
 def emit_lines(lines: list[str], fmt: str) -> None:
-    """Print summary lines: Markdown paragraphs for ``md``, rich console lines otherwise."""
+    """Print summary lines: Markdown paragraphs for ``md``, rich console lines otherwise, markup off (a line holding
+    ``[calibration]`` or any ``[...]`` prints as written)."""
     if fmt == "md":
         print("\n\n".join(lines))
     else:
         c = console()
         for line in lines:
-            c.print(line)
+            c.print(line, markup=False)
 
 
 def console():

@@ -10,7 +10,7 @@ from .common import app, check_format, check_top, console, emit_json
 from .options import Format, Opt, Spec, parse_opts
 
 
-@app.command()
+@app.command(short_help="Does an optimization (or other hardware) shorten the time?")
 @with_case
 def compare(
     spec: Spec,

@@ -7,7 +7,7 @@ from .common import app, check_format, emit_json
 from .options import DType, Format
 
 
-@app.command()
+@app.command(short_help="Which resource three classic workloads saturate first.")
 def contract(on: str = typer.Option("h100", "--on", help="hardware name or .toml file"),
              dtype: DType = None,
              fmt: Format = "text"):

@@ -10,7 +10,7 @@ from .common import app, check_format, console_for, emit_json
 from .options import Format
 
 
-@app.command("fit")
+@app.command("fit", short_help="Fit efficiencies and per-op overheads from validate runs.")
 def fit_cmd(
     runs: List[str] = typer.Argument(..., help="validate documents to fit on (ironlaw validate … --out RUN.json)"),
     hold_out: Optional[List[str]] = typer.Option(None, "--hold-out", help="validate documents to report on, never fitted"),
@@ -34,7 +34,7 @@ def fit_cmd(
             continue
         t = Table(title=f"{'FITTED (the calibration saw these)' if g == 'fitted' else 'HELD OUT (never fitted)'}")
         for col in ("case", "measured", "CV", "predicted", "error", "naive", "ops ±25%"):
-            t.add_column(col, justify="left" if col == "case" else "right")
+            t.add_column(col, justify="left" if col == "case" else "right", overflow="fold")   # a path folds, never cut
         for r in rows:
             t.add_row(*row_cells(r))
         c.print(t)

@@ -65,17 +65,18 @@ def _parts(d) -> list:
     from ..core.units import fmt as f, fmt_capacity, fmt_time
     from ..machine.network.topology import node_size
     T = Text                                    # sources may hold [brackets] ("the [calibration] table")
+    fold = {"source": "fold"}                   # a word longer than the column folds onto the next line, never cut
     parts: list = [f"{d.name} — {d.title} ({d.kind})  {d.path}"]
     t = Table(title="compute (dense)", show_lines=False)
     for col in ("dtype", "peak", "source"):
-        t.add_column(col, no_wrap=col != "source")
+        t.add_column(col, no_wrap=col != "source", overflow=fold.get(col, "ellipsis"))
     for dt, v in d.peak_flops.items():
         t.add_row(dt, f(v, "FLOP/s"), T(d.sources[f"compute.{dt}"]))
     t.add_row("vector", f(d.vector_flops, "FLOP/s"), T(d.sources["vector"]))
     parts.append(t)
     t = Table(title="memory tiers (fastest first)")
     for col in ("tier", "role", "capacity", "bandwidth", "source"):
-        t.add_column(col, no_wrap=col != "source")
+        t.add_column(col, no_wrap=col != "source", overflow=fold.get(col, "ellipsis"))
     for m in d.memory:
         t.add_row(m.name, m.role, fmt_capacity(m.capacity_bytes, m.capacity_binary), f(m.bw_Bps, "B/s"),
                   T(m.source))
@@ -83,7 +84,7 @@ def _parts(d) -> list:
     if d.links:
         t = Table(title="links")
         for col in ("link", "kind", "bandwidth", "latency", "source"):
-            t.add_column(col, no_wrap=col in ("bandwidth", "latency"))
+            t.add_column(col, no_wrap=col in ("bandwidth", "latency"), overflow=fold.get(col, "ellipsis"))
         node = node_size(d)
         for l in d.links:
             kind = l.kind + (f" × {l.ports_per_node} per node" if l.ports_per_node else "") + \

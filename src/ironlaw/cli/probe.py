@@ -10,7 +10,7 @@ from .common import app, check_format, console_for, emit_json
 from .options import FLOAT, Format
 
 
-@app.command()
+@app.command(short_help="Micro-benchmark this machine into a calibrated profile.")
 def probe(
     out: Optional[str] = typer.Option(None, "--out", help="profile file to write (default: a new file in "
                                                          "$IRONLAW_HOME/profiles, which `--on local` reads)"),

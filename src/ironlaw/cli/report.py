@@ -10,7 +10,7 @@ from .common import app
 from .options import On, Spec
 
 
-@app.command()
+@app.command(short_help="Write an HTML report of one prediction.")
 @with_case
 def report(
     spec: Spec,

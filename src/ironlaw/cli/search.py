@@ -11,7 +11,7 @@ from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTarg
                       RedundantExperts, RunCost, Serial, Spec, parse_opts, with_run_cost)
 
 
-@app.command()
+@app.command(short_help="Every parallel layout that fits, predicted and ranked.")
 @with_run_cost
 def search(
     spec: Spec,

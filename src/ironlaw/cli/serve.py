@@ -20,7 +20,7 @@ LENGTHS_HELP = ("a file of per-request lengths in place of --prompt/--output: a 
                 "request by its own length")
 
 
-@app.command()
+@app.command(short_help="Serve an LLM: TTFT, inter-token latency, tokens/s, KV cache.")
 def serve(
     spec: str = typer.Argument(..., help="a decoder LLM: llama3-8b, mixtral-8x7b, hf:config.json …"),
     on: str = typer.Option("h100", "--on", help="hardware: a catalog name or a .toml file"),

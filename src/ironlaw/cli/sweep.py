@@ -10,7 +10,7 @@ from .common import app, check_format, console, emit_json, say_written
 from .options import FLOAT, DType, Phase, Serial
 
 
-@app.command()
+@app.command(short_help="Sweep batch (and seq) on one or more devices; ridge points.")
 def sweep(
     spec: str = typer.Argument(..., help="workload: a built-in name, hf:config.json, gemm:M,N,K …"),
     on: str = typer.Option("h100", "--on", help="hardware, comma-separated: h100,b200"),

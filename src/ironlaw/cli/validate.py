@@ -10,7 +10,7 @@ from .common import app, check_format, check_top, console_for, emit_json
 from .options import Format
 
 
-@app.command()
+@app.command(short_help="Run a model on this machine; measured against predicted.")
 def validate(
     spec: str = typer.Argument(..., help="model to run: py:file.py:factory, hf:config.json, or a built-in with a torch "
                                          "equivalent (resnet18/34/50/101/152, mlp, gpt2, bert-base …)"),

@@ -37,13 +37,14 @@ def suggest(name: str, choices: Iterable[str], n: int = 3) -> str:
 def unknown(what: str, name: str, choices: Iterable[str], listed: Iterable[str] | None = None,
             listed_as: str = "known") -> IronlawError:
     """"unknown WHAT 'name'" with the nearest of ``choices``; when none is near, ``listed`` (every one of them, the
-    caller's pick, e.g. the names without their aliases) as "; LISTED_AS: …", else ``choices`` cut at 12 names."""
+    caller's pick, e.g. the names without their aliases) as "; LISTED_AS: …", else ``choices`` cut at 12 names and
+    how many more."""
     choices = sorted(choices)
     name = str(name)
     hint = suggest(name, choices)
     if not hint and listed is not None:
         hint = f"; {listed_as}: {', '.join(sorted(listed))}"
     elif not hint:
-        shown = ", ".join(choices[:12]) + (", …" if len(choices) > 12 else "")
+        shown = ", ".join(choices[:12]) + (f", and {len(choices) - 12} more" if len(choices) > 12 else "")
         hint = f"; {listed_as}: {shown}"
     return IronlawError(f"unknown {what} '{name}'{hint}")

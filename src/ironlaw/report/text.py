@@ -82,8 +82,8 @@ def coverage_line(est) -> str | None:
     """The op classes priced with another class's numbers, on a calibrated device (None where all are its own);
     on a device without a calibration, that its numbers are the datasheet's (no measured kernel tables)."""
     from ..law.coverage import DATASHEET_NUMBERS, coverage, line, remedy
-    from ..machine import engines
     if est.hw.calibration is None and not est.hw.extra.get("probe"):
+        from ..machine import engines           # a calibrated device's cold analyze never imports the engines
         served = [e for e in engines.ENGINES if e != engines.DEFAULT and engines.path(est.hw.name, e).is_file()]
         if served:                  # its tables are a serving engine's alone (the B60's vLLM): serve reads them
             return (f"datasheet only here: {est.hw.name}'s measured kernel tables are "

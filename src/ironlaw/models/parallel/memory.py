@@ -105,10 +105,12 @@ def check_fits(g: Graph, hw, plan: Plan, mem: DeviceMemory) -> None:
     every = replace(plan, recompute_layers=None, recompute_method="block")
     need_full = plan_memory(g, every, 3, "full" if layered else "none").total_bytes
     if need_full > cap:
+        ways = ["more devices"] + (["larger --tp/--pp/--cp"] if layered else []) + \
+            (["a smaller --micro-batch"] if layered and plan.micro_batch > 1 else [])     # not below 1
         raise IronlawError(f"{g.meta.get('spec', g.name)} cannot fit on {plan.gpus} × {hw.name} even fully sharded "
                            f"({most}): {fmt_size(need_full)} per device exceeds "
-                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use more devices"
-                           + (", larger --tp/--pp/--cp, or a smaller --micro-batch" if layered else ""))
+                           f"{fmt_size(cap)} by {fmt_size(need_full - cap)}; use "
+                           + (", ".join(ways[:-1]) + ", or " if len(ways) > 1 else "") + ways[-1])
     raise IronlawError(f"this plan needs {fmt_size(need)} per device, {fmt_size(need - cap)} more than the "
                        f"{fmt_size(cap)} of {hw.name} (weights {fmt_size(mem.weights_bytes)}, gradients "
                        f"{fmt_size(mem.gradients_bytes)}, optimizer {fmt_size(mem.optimizer_bytes)}, activations "

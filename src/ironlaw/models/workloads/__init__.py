@@ -141,8 +141,9 @@ def resolve(req: Request) -> Graph:
         check_options(req, f"{head.lower()}: specs", PREFIX_OPTIONS[head.lower()])
         g = PREFIXES[head.lower()][1](arg, req)
     else:
-        err = unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)])
-        raise IronlawError(str(err) + _hub_hint(spec))
+        err = str(unknown("workload", spec, list(BUILTINS) + [p + ":" for p in (*PREFIXES, *TORCH_PREFIXES)]))
+        listing = " (`ironlaw workloads list` names each)" if err.endswith(" more") else ""
+        raise IronlawError(err + listing + _hub_hint(spec))
     g.meta.setdefault("spec", spec)
     return g
 
