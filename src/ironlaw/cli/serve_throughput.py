@@ -106,7 +106,8 @@ def _host_row(s: dict) -> str:
     from ..core.units import fmt_time
     speed = f"{s['host_speed']:.2f}× the fit host's time" if s["host_speed_stated"] else "no speed stated"
     binds = (f"binds in {100 * s['host_bound_share']:.0f}% of steps" if s["host_bound_share"] > 0 else "hidden")
-    mode = "serial: executor work added to the device's" if s.get("host_serial") else "overlap scheduler"
+    mode = ("launches overlap the device, executor work runs after it" if s.get("host_serial")
+            else "overlap scheduler")
     runtime = " C++ executor (TensorRT engine)," if s.get("host_runtime", "pytorch") != "pytorch" else ""
     return (f"{fmt_time(s['host_s'])} vs device {fmt_time(s['device_s'])}: {binds} ({mode});{runtime} "
             f"{s['host_cpu']}, {speed}")
