@@ -108,6 +108,17 @@ def test_sweep_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tm
     assert alias.rc == 2 and "--on names h100 (h100, h100-sxm) twice" in alias.err
 
 
+def test_search_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tmp_path):
+    """`search --phase serve --on h100,my.toml` (a profile of h100) said "--on 'h100,my.toml' names h100 twice";
+    it now names what was given as the sweep does, and a plain repeat still reads "names h100 twice"."""
+    mine = tmp_path / "my.toml"
+    mine.write_text((hardware.CATALOG_DIR / "h100.toml").read_text())
+    r = cli("search", "llama3-8b", "--phase", "serve", "--on", f"h100,{mine}", "--gpus", "8")
+    assert r.rc == 2 and f"--on h100, {mine}: each is the device h100, and a search" in r.err
+    r = cli("search", "llama3-8b", "--phase", "serve", "--on", "h100,h100", "--gpus", "8")
+    assert r.rc == 2 and "--on names h100 twice; give each device once" in r.err
+
+
 def test_the_command_list_cuts_no_description(cli):
     """`ironlaw --help` listed "analyze    Predict one workload on one device: terms, bottleneck,...": click cut
     each docstring's first sentence to the width; each verb now has a short help of its own."""

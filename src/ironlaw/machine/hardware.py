@@ -591,6 +591,22 @@ def get(spec: str) -> Hardware:
     raise unknown("hardware", spec, list(files) + ["local"])
 
 
+def check_distinct(given: list, hws: list, what: str) -> None:
+    """Each device once: ``what`` (a sweep, a search) labels its rows by device name, so two entries of one name
+    (an alias, or a profile such as ``calibrate --out my.toml`` that keeps its GPU's name) are refused, naming what
+    was given (``given``: the entries as typed; ``hws``: them loaded)."""
+    names = [h.name for h in hws]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        typed = [str(g) if isinstance(g, str) else g.name for g, h in zip(given, hws) if h.name == name]
+        files = {str(Path(h.path).resolve()) for h in hws if h.name == name}
+        if len(files) == 1:
+            said = name if len(set(typed)) == 1 else f"{name} ({', '.join(typed)})"
+            raise IronlawError(f"--on names {said} twice; give each device once")
+        raise IronlawError(f"--on {', '.join(typed)}: each is the device {name}, and {what} labels its rows by "
+                           f"device name; give one of them (`ironlaw compare SPEC --on {typed[0]} --vs-hardware "
+                           f"{typed[1]}` sets two such side by side)")
+
+
 def listed(on) -> list:
     """The devices ``on`` names, as given (not loaded): one name, a comma-separated list of names (``--on
     h100,b200``), a Hardware, or a list of either; an empty name in the list is an error."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -148,7 +147,7 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     hws = [hardware.get(h) if isinstance(h, str) else h for h in ([on] if isinstance(on, str) else on)]
     if not hws:
         raise IronlawError("sweep: no hardware given; e.g. --on h100,b200")
-    _check_distinct([on] if isinstance(on, str) else list(on), hws)
+    hardware.check_distinct([on] if isinstance(on, str) else list(on), hws, "a sweep")
     b = _vector(batch, "batch")
     s = None if seq is None else _vector(seq, "seq")
     n = len(hws) * b.size * (1 if s is None else s.size)
@@ -180,21 +179,6 @@ def run(spec: str, on, batch, seq=None, phase: str | None = None, dtype: str | N
     return Sweep(spec, g_phase, g_dtype, [h.name for h in hws], b, s, np.stack(times), np.stack(thr), unit,
                  np.stack(labs), ridges, {k: np.stack([e[k] for e in energy]) for k in energy[0]}, sources, fixed,
                  [p.text for p in whatif], n_dev, np.stack(unfit))
-
-
-def _check_distinct(given: list, hws: list) -> None:
-    """Each device once: the sweep labels its rows by device name, so two entries of one name (an alias, or a
-    profile such as ``calibrate --out my.toml`` that keeps its GPU's name) are refused, naming what was given."""
-    names = [h.name for h in hws]
-    for name in sorted({n for n in names if names.count(n) > 1}):
-        typed = [str(g) if isinstance(g, str) else g.name for g, h in zip(given, hws) if h.name == name]
-        files = {str(Path(h.path).resolve()) for h in hws if h.name == name}
-        if len(files) == 1:
-            said = name if len(set(typed)) == 1 else f"{name} ({', '.join(typed)})"
-            raise IronlawError(f"--on names {said} twice; give each device once")
-        raise IronlawError(f"--on {', '.join(typed)}: each is the device {name}, and a sweep labels its rows by "
-                           f"device name; give one of them (`ironlaw compare SPEC --on {typed[0]} --vs-hardware "
-                           f"{typed[1]}` sets two such side by side)")
 
 
 def _unfit(est, hw, shape) -> np.ndarray:

@@ -461,11 +461,9 @@ def _order(entries: list[dict], rank: str) -> list[dict]:
 def devices(on) -> list:
     """The hardware ``on`` names: one name, a comma-separated list of names, a Hardware, or a list of either."""
     from ...machine import hardware
-    hws = [hardware.get(h) if isinstance(h, str) else h for h in hardware.listed(on)]
-    names = [h.name for h in hws]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise IronlawError(f"--on '{on}' names {', '.join(twice)} twice")
+    given = hardware.listed(on)
+    hws = [hardware.get(h) if isinstance(h, str) else h for h in given]
+    hardware.check_distinct(given, hws, "a search")
     return hws
 
 
