@@ -35,6 +35,32 @@ def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int
     return int(local.size), int(np.unique(local).size)
 
 
+@functools.lru_cache(maxsize=4096)
+def grouped_balanced_local(tokens: int, experts: int, k: int, ep: int, n_group: int, topk_group: int
+                           ) -> tuple[int, int]:
+    """(routed rows, distinct experts) that land on rank 0 when the collector's balanced logits (``balanced_local``'s
+    picks) pass through a group-limited top-k router of ``n_group`` expert groups, ``topk_group`` kept per token
+    (DeepSeek-V3's noaux_tc routing; the bias zero). Each group scores the sum of its two best experts; the kept
+    groups are the best, a tie going to the lower group index, then the token's k best experts within them, a tie
+    going to the lower expert index (vLLM csrc/moe/grouped_topk_kernels.cu, ``group_idx_and_topk_idx_kernel``,
+    its stable ``WarpSelect``). A token's picked experts outrank the rest, so where its picks put the same count in
+    every group the kept groups are the first ``topk_group`` for every token, and the picks that fall outside them
+    are replaced by the lowest-index unpicked experts of those groups."""
+    s, size = math.ceil(experts / k), experts // n_group
+    j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
+    picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
+    hot = np.zeros((tokens, experts), bool)
+    hot[np.arange(tokens)[:, None], picks] = True
+    per_group = np.sort(hot.reshape(tokens, n_group, size), axis=2)[:, :, -2:].sum(axis=2)
+    order = np.argsort(-per_group, axis=1, kind="stable")[:, :topk_group]
+    kept = np.zeros((tokens, n_group), bool)
+    kept[np.arange(tokens)[:, None], order] = True
+    score = np.where(np.repeat(kept, size, axis=1), hot.astype(float), -1.0)
+    chosen = np.argsort(-score, axis=1, kind="stable")[:, :k]
+    local = chosen[chosen < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
 def uniform_local(tokens: int, experts: int, k: int, ep: int) -> tuple[float, float]:
     """(routed rows, distinct experts reached) on one of ``ep`` ranks, expected, when each token picks ``k`` distinct
     experts uniformly at random (the top-k of i.i.d. random scores: ROCm/aiter's fused-MoE tuner,
