@@ -52,3 +52,24 @@ def test_terms_count_the_experts_the_grouped_router_reached():
     # a power-law row is not re-routed here
     assert np.array_equal(moefit.terms(rows, moefit.FP8_BLOCK, peak, bw, "power_law_1.2"),
                           moefit.terms(rows, moefit.FP8_BLOCK, peak, bw, "power_law_1.2", groups=np.tile([8, 4], (n, 1))))
+
+
+def test_the_stored_vllm_h200_class_prices_the_deepseek_rows_as_routed():
+    # h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, fp8_block, vllm_fp8moe_triton_tritonexperts, balanced, MoE TP 8, EP 1:
+    # 64 and 256 tokens take 271.0 and 291.8 µs — less than streaming all 256 experts' 1.4 GB at the H200's 4.8 TB/s
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    import kernel_moe
+    from ironlaw.machine import engines
+    measured = np.array([270.965e-6, 291.781e-6])
+    rows = {"num_tokens": np.array([64, 256]), "hidden_size": np.full(2, 7168), "inter_size": np.full(2, 2048),
+            "topk": np.full(2, 8), "num_experts": np.full(2, 256), "moe_tp_size": np.full(2, 8),
+            "moe_ep_size": np.ones(2, int), "latency_s": measured}
+    kern = engines.load("h200", "vllm")["kernel"]
+    groups = np.tile(rules.grouped_routing("vllm", "0.24.0", 7168, 2048, 256, 8), (2, 1))
+    routed = kernel_moe.stored_predict(kern, "fp8_block", kernel_moe.layer_terms("h200", "fp8_block", rows,
+                                                                                  groups=groups)[0])
+    plain = kernel_moe.stored_predict(kern, "fp8_block", kernel_moe.layer_terms("h200", "fp8_block", rows)[0])
+    assert np.all(np.abs(routed / measured - 1) < 0.3)
+    assert np.all(plain / measured > 1.5)
