@@ -5,7 +5,8 @@ prices the layer is that rank's routed rows R and the distinct local experts U i
 NVIDIA's aiconfigurator collector times TensorRT-LLM's fused MoE (collector/helper.py, Apache-2.0):
 
     balanced          token j's k picks go to the experts (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else
-                      (j + m·s) mod E (``balanced_logits``); the rank owns experts 0 … E/ep − 1
+                      (j + m·s) mod E (``balanced_logits``); the rank owns experts 0 … E/ep − 1; through a
+                      group-limited router (vLLM's and SGLang's DeepSeek-V3 rows) ``grouped_balanced_local``
     power_law_<α>     each expert's load drawn from a power law of exponent α on [1, 0.8·tokens] (on [0.01, 2]
                       when tokens·k ≤ E), scaled and rounded to tokens·k rows, the most loaded rank's experts
                       swapped onto the measured rank (``power_law_logits_v3``); the draw is unseeded there, so

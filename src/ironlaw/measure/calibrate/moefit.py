@@ -19,7 +19,9 @@ dtype the law's own terms of that layer are fitted:
 with BW the catalog's HBM bandwidth and P its dense matrix peak in the weight dtype. The rows (R, U) are the
 collector's own routing, not an estimate: the ``balanced`` rows route token j's k picks to the experts
 (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else (j + m·s) mod E (aiconfigurator collector/helper.py
-balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1; the ``power_law_<α>`` rows (the only
+balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1 (where the collector timed those logits
+through a group-limited router, vLLM's and SGLang's rows of DeepSeek-V3's shape, as that router re-routed them:
+``terms``' ``groups``); the ``power_law_<α>`` rows (the only
 routing the 1.0-line tables of aiconfigurator 0.8.0 hold) draw each expert's load from a power law and put the
 most loaded rank first (``core.routing.power_law_local``: the draw is unseeded, so the expectation over ``DRAWS`` draws). L, 1/η_w, 1/η_c and 1/η_a come from
 least relative squares (reweighted against outliers, each η at most 1; 1.5 for the weights, which L2 may
