@@ -857,7 +857,8 @@ MOE_PAIRS_MARLIN = {("vllm", "w4a16_mxfp4"): ("l40s", "rtx-pro-6000")}
 # ``sglang_moe_num_expert_group``) times ``moe_layer(hidden_states, topk_layer(hidden_states, router_logits))`` with
 # ``TopK(use_grouped_topk=True, num_expert_group=8, topk_group=4)``. The balanced logits put one pick in each
 # 32-expert group, every group ties, and every token keeps groups 0-3: 128 of the 256 experts at 32 tokens and
-# above, not the 256 the plain balanced routing reaches. TensorRT-LLM's collector routes these rows on
+# above, not the 256 the plain balanced routing reaches (SGLang's tie-break, sgl_kernel ``moe_fused_gate``, not read:
+# taken as vLLM's, lower index first). TensorRT-LLM's collector routes these rows on
 # ``RenormalizeMoeRoutingMethod`` (plain top-k) outside its min-latency mode: not listed
 MOE_GROUPED_ROUTING = {"vllm": {("0.24.0", 7168, 2048, 256, 8): (8, 4)},
                        "sglang": {("0.5.14", 7168, 2048, 256, 8): (8, 4)}}
