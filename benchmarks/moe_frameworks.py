@@ -3,12 +3,13 @@
 
 Data: aiconfigurator-core 0.12.0 (NVIDIA, Apache-2.0), systems/data/<system>/moe/<framework>/<version>/moe_perf.parquet,
 the version the framework's engine file (machine/catalog/engine/<framework>/<gpu>.toml) is fitted on. A vLLM row times
-one rank's fused-MoE layer on one GPU (aiconfigurator collector/vllm/collect_moe.py, ``run_moe_torch``): the routing
-is made before the timed region (``balanced_logits`` of collector/helper.py, the routing ``moefit.terms`` rebuilds,
-then ``torch.topk`` and a softmax), and the timed call is vLLM's ``fused_experts`` with the rank's ``expert_map`` —
-the align/permute of the routed rows, both grouped GEMMs, the activation and the weighted combine; the MXFP4 rows call
-the ``FusedMoE`` module on the router logits, its top-k inside. SGLang's collector is not read here: its rows are taken
-as the same layer of SGLang's own kernels.
+one rank's fused-MoE layer on one GPU (aiconfigurator collector/vllm/collect_moe.py, ``run_moe_torch``, vLLM 0.24.0):
+the timed call is the ``FusedMoE`` module on router logits made before it (``balanced_logits`` of collector/helper.py,
+the routing ``moefit.terms`` rebuilds) — the router's top-k, the align/permute of the routed rows, both grouped GEMMs,
+the activation and the weighted combine. SGLang 0.5.14's (collector/sglang/collect_moe.py) times its own layer alike.
+At DeepSeek-V3's layer shape both run the model's group-limited router on those logits, which keeps 4 of the 8 expert
+groups for every token (``kernelfit.rules.MOE_GROUPED_ROUTING``, ``core.routing.grouped_balanced_local``): those
+rows are counted as routed (``row_groups``).
 One class per GPU and weight dtype: the rows of the ``kernel_source`` with the most rows of that dtype (the collector's
 sweep over every layer shape; the other sources of a dtype are a few models' shapes on another backend), routed
 ``balanced`` where the table has such rows of the dtype, else ``power_law_1.01``, else the first other routing (the
@@ -83,7 +84,15 @@ def groups(data: Path, framework: str, gpus=None, only=None, say=print) -> list[
     return out
 
 
-def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vllm"
+def row_groups(framework: str, version: str | None, rows: dict) -> np.ndarray:
+    """Per row (expert groups, groups kept per token) of the group-limited router ``framework``'s collector ran on
+    that table version's layer shape (``kernelfit.rules.grouped_routing``; (0, 0): plain top-k)."""
+    from ironlaw.measure.calibrate.kernelfit import rules
+    shapes = zip(*(np.asarray(rows[c], int) for c in ("hidden_size", "inter_size", "num_experts", "topk")))
+    return np.array([rules.grouped_routing(framework, str(version), *shape) for shape in shapes], int).reshape(-1, 2)
+
+
+def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vllm", version: str | None = None
               ) -> tuple[dict, np.ndarray, np.ndarray | None, int]:
     """(kernel entries as stored, |relative error| of this fit on the held-out shapes, that of the device's
     TensorRT-LLM fit (its catalog entries, on the law's terms without ``pairs``) on the same rows — None where the
@@ -94,12 +103,13 @@ def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vll
     from ironlaw.measure.calibrate.kernelfit import rules
     from kernel_moe import layer_terms, stored_predict
     pairs = rules.pair_kernel(framework, dt, gpu)
-    x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs)
+    groups = row_groups(framework, version, rows)
+    x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs, groups=groups)
     kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **FORM), dt),
                          lambda kern, x: stored_predict(kern, dt, x), x, t, keep)
     cal = hardware.get(gpu).calibration
     have = cal.kernel if cal is not None else {}
-    x = layer_terms(gpu, dt, rows, routing)[0] if pairs else x
+    x = layer_terms(gpu, dt, rows, routing, groups=groups)[0] if pairs else x
     before = (np.abs(stored_predict(have, dt, x[~keep]) / t[~keep] - 1)
               if f"moe_grouped_gemm.{dt}" in have and f"moe_rows.{dt}" in have else None)
     return kern, err, before, int(keep.sum())
@@ -140,7 +150,7 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         return 2
     by_gpu: dict = {}
     for gpu, dt, path, routing, version, rows in got:
-        kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework)
+        kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework, version)
         pairs = rules.pair_kernel(a.framework, dt, gpu)
         said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
         by_gpu.setdefault(gpu, []).append((dt, path + said, version, kern, n_fit, len(err)))

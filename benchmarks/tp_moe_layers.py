@@ -6,8 +6,12 @@ For the TP-sharded MoE layers of benchmarks/vllm_sglang_published.py (Qwen3-235B
 H200; no EP, so every expert runs at intermediate / TP on each GPU), the routed layer's seconds in a decode step of
 8, 64 and 256 tokens as ``serve --engine vllm|sglang`` prices it (its grouped GEMMs and rows, per layer:
 ``expertcarry.tp_layer``, the framework's fused-MoE fit at the sharded shape), as the H100-fitted expert constants
-price it, and the framework's ``moe_perf`` row at the same shape, ``moe_tp_size`` = TP, EP 1, balanced routing.
-Nothing is fitted here.
+price it, and the framework's ``moe_perf`` row at the same shape, ``moe_tp_size`` = TP, EP 1, balanced routing,
+with the framework's stored fused-MoE class priced on that row as the collector routed it (``fit at table``:
+kernel_moe.py ``layer_terms``; DeepSeek-R1's rows went through its group-limited router, which kept 4 of the 8
+expert groups, 128 of the 256 experts, for every token: ``kernelfit.rules.MOE_GROUPED_ROUTING``). Serving prices
+real routing, which reaches nearly every expert over a batch, so ``serve`` and ``table`` differ by the weights of
+the experts the table's rows skip. Nothing is fitted here.
 """
 from __future__ import annotations
 
@@ -52,14 +56,34 @@ def case_lines(data: Path, case) -> list[str]:
           & (t.moe_ep_size == 1) & (t.moe_dtype == table_dtype) & (t.distribution == "balanced")]
     run = engine.engine_of(spec, eng.hw, lay, dtype, "bf16", (1024, 256), meta, limits, mem, max(TOKENS), c)
     eta = replace(run, constants=c, law_hw=step.engine_hw(eng.hw, c))
+    fit = table_fit_us(gpu, fw, version, table_dtype, t)
     out = []
     for n in TOKENS:
         row = t[t.num_tokens == n]
         meas = f"{float(row.latency.iloc[0]) * 1e3:9.1f}" if len(row) else "        —"
+        at = f"{fit[n]:12.1f}" if n in fit else "           —"
         out.append(f"{Path(spec).stem:<22} {gpu:<4} {fw:<6} {table_dtype:<9} TP {tp}  {n:>4} tokens   "
-                   f"{routed_us(run, n):9.1f} {routed_us(eta, n):9.1f} {meas}"
+                   f"{routed_us(run, n):9.1f} {routed_us(eta, n):9.1f} {at} {meas}"
                    + ("" if run.constants.moe_tables else "   (not on the framework's layer)"))
     return out
+
+
+def table_fit_us(gpu: str, fw: str, version: str, table_dtype: str, t) -> dict:
+    """{tokens: µs} of ``fw``'s stored fused-MoE class of the table's dtype on ``t``'s rows, routed as the collector
+    routed them (moe_frameworks.row_groups); {} where the engine file has no such class."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    from kernel_moe import layer_terms, stored_predict
+    from moe_frameworks import DTYPES, row_groups
+    from ironlaw.machine import engines
+    from ironlaw.measure.calibrate.kernelfit import rules
+    dt = DTYPES[table_dtype]
+    kern = (engines.load(gpu, fw) or {}).get("kernel", {})
+    if f"moe_grouped_gemm.{dt}" not in kern or not len(t):
+        return {}
+    rows = {c: t[c].to_numpy() for c in t.columns} | {"latency_s": t.latency.to_numpy() * 1e-3}
+    x = layer_terms(gpu, dt, rows, pairs=rules.pair_kernel(fw, dt, gpu), groups=row_groups(fw, version, rows))[0]
+    return dict(zip((int(n) for n in rows["num_tokens"]), np.asarray(stored_predict(kern, dt, x)) * 1e6))
 
 
 def main() -> int:
@@ -71,7 +95,7 @@ def main() -> int:
         print(f"--data {data}: no such folder", file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT / "src"))
-    print("model                  gpu  engine table     TP   step         serve µs  constants  table µs")
+    print("model                  gpu  engine table     TP   step         serve µs  constants  fit at table  table µs")
     for case in CASES:
         print("\n".join(case_lines(data, case)))
     return 0

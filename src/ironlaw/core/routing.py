@@ -5,7 +5,8 @@ prices the layer is that rank's routed rows R and the distinct local experts U i
 NVIDIA's aiconfigurator collector times TensorRT-LLM's fused MoE (collector/helper.py, Apache-2.0):
 
     balanced          token j's k picks go to the experts (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else
-                      (j + m·s) mod E (``balanced_logits``); the rank owns experts 0 … E/ep − 1
+                      (j + m·s) mod E (``balanced_logits``); the rank owns experts 0 … E/ep − 1; through a
+                      group-limited router (vLLM's and SGLang's DeepSeek-V3 rows) ``grouped_balanced_local``
     power_law_<α>     each expert's load drawn from a power law of exponent α on [1, 0.8·tokens] (on [0.01, 2]
                       when tokens·k ≤ E), scaled and rounded to tokens·k rows, the most loaded rank's experts
                       swapped onto the measured rank (``power_law_logits_v3``); the draw is unseeded there, so
@@ -32,6 +33,32 @@ def balanced_local(tokens: int, experts: int, k: int, ep: int) -> tuple[int, int
     j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
     picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
     local = picks[picks < experts // ep]
+    return int(local.size), int(np.unique(local).size)
+
+
+@functools.lru_cache(maxsize=4096)
+def grouped_balanced_local(tokens: int, experts: int, k: int, ep: int, n_group: int, topk_group: int
+                           ) -> tuple[int, int]:
+    """(routed rows, distinct experts) that land on rank 0 when the collector's balanced logits (``balanced_local``'s
+    picks) pass through a group-limited top-k router of ``n_group`` expert groups, ``topk_group`` kept per token
+    (DeepSeek-V3's noaux_tc routing; the bias zero). Each group scores the sum of its two best experts; the kept
+    groups are the best, a tie going to the lower group index, then the token's k best experts within them, a tie
+    going to the lower expert index (vLLM csrc/moe/grouped_topk_kernels.cu, ``group_idx_and_topk_idx_kernel``,
+    its stable ``WarpSelect``). A token's picked experts outrank the rest, so where its picks put the same count in
+    every group the kept groups are the first ``topk_group`` for every token, and the picks that fall outside them
+    are replaced by the lowest-index unpicked experts of those groups."""
+    s, size = math.ceil(experts / k), experts // n_group
+    j, m = np.arange(tokens)[:, None], np.arange(k)[None, :]
+    picks = (j + m * s) % experts if tokens >= s else np.floor(j * s / tokens + m * s).astype(int) % experts
+    hot = np.zeros((tokens, experts), bool)
+    hot[np.arange(tokens)[:, None], picks] = True
+    per_group = np.sort(hot.reshape(tokens, n_group, size), axis=2)[:, :, -2:].sum(axis=2)
+    order = np.argsort(-per_group, axis=1, kind="stable")[:, :topk_group]
+    kept = np.zeros((tokens, n_group), bool)
+    kept[np.arange(tokens)[:, None], order] = True
+    score = np.where(np.repeat(kept, size, axis=1), hot.astype(float), -1.0)
+    chosen = np.argsort(-score, axis=1, kind="stable")[:, :k]
+    local = chosen[chosen < experts // ep]
     return int(local.size), int(np.unique(local).size)
 
 

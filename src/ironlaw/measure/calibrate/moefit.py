@@ -19,7 +19,9 @@ dtype the law's own terms of that layer are fitted:
 with BW the catalog's HBM bandwidth and P its dense matrix peak in the weight dtype. The rows (R, U) are the
 collector's own routing, not an estimate: the ``balanced`` rows route token j's k picks to the experts
 (j·s/t + m·s) mod E, s = ⌈E/k⌉ (t < s), else (j + m·s) mod E (aiconfigurator collector/helper.py
-balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1; the ``power_law_<α>`` rows (the only
+balanced_logits, Apache-2.0), and the rank owns experts 0 … E/ep − 1 (where the collector timed those logits
+through a group-limited router, vLLM's and SGLang's rows of DeepSeek-V3's shape, as that router re-routed them:
+``terms``' ``groups``); the ``power_law_<α>`` rows (the only
 routing the 1.0-line tables of aiconfigurator 0.8.0 hold) draw each expert's load from a power law and put the
 most loaded rank first (``core.routing.power_law_local``: the draw is unseeded, so the expectation over ``DRAWS`` draws). L, 1/η_w, 1/η_c and 1/η_a come from
 least relative squares (reweighted against outliers, each η at most 1; 1.5 for the weights, which L2 may
@@ -70,8 +72,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.graph import dtype_bytes
-from ...core.routing import (DRAWS, balanced_local, block_m, padded_rows, power_law_local,  # noqa: F401
-                             routing_of, torch_router, uniform_local)
+from ...core.routing import (DRAWS, balanced_local, block_m, grouped_balanced_local, padded_rows,  # noqa: F401
+                             power_law_local, routing_of, torch_router, uniform_local)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -124,7 +126,8 @@ class MoeFit:
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
-          m_block: str | None = None, router_above: tuple | None = None, pairs: str | None = None) -> np.ndarray:
+          m_block: str | None = None, router_above: tuple | None = None, pairs: str | None = None,
+          groups: np.ndarray | None = None) -> np.ndarray:
     """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep, the
     tokens t the layer takes in, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
     per-touched terms) and, last, whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
@@ -134,7 +137,10 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     table's distribution: balanced, or power_law_<α>; ``UNIFORM``: aiter's tables, the expectation of
     ``core.routing.uniform_local``); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows
     padded to the M block the kernel picks; ``pairs`` (``PAIR_KERNELS``): A adds ``pairs_bytes`` of that kernel (the
-    layer's ops run over every token-expert pair of the step, routed to the rank or not)."""
+    layer's ops run over every token-expert pair of the step, routed to the rank or not); ``groups``: per row (expert
+    groups, groups kept per token) of the group-limited router the collector ran on a ``balanced`` row inside the
+    timed layer (``kernelfit.rules.grouped_routing``; (0, 0): plain top-k), whose R and U are
+    ``core.routing.grouped_balanced_local``'s."""
     route = uniform_local if routing == UNIFORM else routing_of(routing)
     if route is None:
         from ...core.errors import IronlawError
@@ -142,9 +148,12 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     t, h = np.asarray(rows["num_tokens"], float), np.asarray(rows["hidden_size"], float)
     i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
     cache: dict = {}
-    ru = np.array([cache.setdefault(key, route(*key)) for key in
-                   zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")))],
-                  float).reshape(-1, 2)
+    grouped = (np.zeros((len(t), 2), int) if groups is None or routing != "balanced"
+               else np.asarray(groups, int).reshape(-1, 2))
+    keys = zip(*(np.asarray(rows[c], int) for c in ("num_tokens", "num_experts", "topk", "moe_ep_size")),
+               grouped[:, 0], grouped[:, 1])
+    ru = np.array([cache.setdefault(key, grouped_balanced_local(*key) if key[4] else route(*key[:4]))
+                   for key in keys], float).reshape(-1, 2)
     r, u = ru[:, 0], ru[:, 1]
     w = u * 3.0 * h * i * weight_bytes(dtype)
     local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)

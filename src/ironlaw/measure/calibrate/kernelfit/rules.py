@@ -846,6 +846,30 @@ MOE_PAIRS = {("vllm", "bf16"): ("a100", "h100", "h200", "l40s"), ("vllm", "fp8")
 MOE_PAIRS_MARLIN = {("vllm", "w4a16_mxfp4"): ("l40s", "rtx-pro-6000")}
 
 
+# framework -> {(table version, hidden, inter, experts, top-k): (expert groups, groups kept per token)}: the layer
+# shapes whose ``balanced`` rows a group-limited router re-routed inside the timed layer (moefit.terms ``groups``,
+# ``core.routing.grouped_balanced_local``). aiconfigurator collector/cases/models/DeepseekV3ForCausalLM_cases.yaml
+# collects this shape as deepseek-ai/DeepSeek-V3 (n_group 8, topk_group 4, noaux_tc, sigmoid); vLLM 0.24.0's
+# collector (collector/vllm/collect_moe.py ``run_moe_torch``, from d5bad971c) builds ``FusedMoE`` with
+# ``use_grouped_topk`` for model_type deepseek_v3, a zero ``e_score_correction_bias``, and times
+# ``moe_module(hidden_states, router_logits)`` on the ``balanced_logits``; SGLang 0.5.14's
+# (collector/sglang/collect_moe.py ``_benchmark_framework_quantized_moe``, chosen when the case states
+# ``sglang_moe_num_expert_group``) times ``moe_layer(hidden_states, topk_layer(hidden_states, router_logits))`` with
+# ``TopK(use_grouped_topk=True, num_expert_group=8, topk_group=4)``. The balanced logits put one pick in each
+# 32-expert group, every group ties, and every token keeps groups 0-3: 128 of the 256 experts at 32 tokens and
+# above, not the 256 the plain balanced routing reaches (SGLang's tie-break, sgl_kernel ``moe_fused_gate``, not read:
+# taken as vLLM's, lower index first). TensorRT-LLM's collector routes these rows on
+# ``RenormalizeMoeRoutingMethod`` (plain top-k) outside its min-latency mode: not listed
+MOE_GROUPED_ROUTING = {"vllm": {("0.24.0", 7168, 2048, 256, 8): (8, 4)},
+                       "sglang": {("0.5.14", 7168, 2048, 256, 8): (8, 4)}}
+
+
+def grouped_routing(framework: str, version: str, hidden: int, inter: int, experts: int, k: int) -> tuple[int, int]:
+    """(expert groups, groups kept per token) of the group-limited router ``framework``'s collector ran on the
+    ``balanced`` rows of that table version and layer shape (``MOE_GROUPED_ROUTING``); (0, 0): plain top-k."""
+    return MOE_GROUPED_ROUTING.get(framework, {}).get((str(version), int(hidden), int(inter), int(experts), int(k)), (0, 0))
+
+
 def pair_kernel(framework: str, dtype: str, gpu: str) -> str | None:
     """The kernel (``moefit.PAIR_KERNELS``) whose every-pair bytes ``framework``'s fused-MoE class ``dtype`` on
     ``gpu`` is fitted with (``MOE_PAIRS``, ``MOE_PAIRS_MARLIN``), None where its layer runs its own rows alone."""
