@@ -225,7 +225,8 @@ def show(res, fmt: str) -> None:
         t.add_row(*r)
     c.print(t)
     c.print(legend(res.phase == "train", any(e.get("ep", 1) > 1 for e in res.top),
-                   any(e.get("attention_dp") for e in res.top), slots),
+                   any(e.get("attention_dp") for e in res.top), slots,
+                   any(e.get("max_num_tokens") for e in res.top)),
             markup=False)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
@@ -253,8 +254,9 @@ def _cost_lines(res) -> list[str]:
     return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]
 
 
-def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False) -> str:
-    """The line under the table that reads its layout strings (``slots``: ep's '+N', redundant expert slots)."""
+def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False, budget: bool = False) -> str:
+    """The line under the table that reads its layout strings (``slots``: ep's '+N', redundant expert slots;
+    ``budget``: 'tokN', a step token budget the search chose)."""
     ep_text = " · ep expert-parallel" + (" (+N: redundant expert slots)" if slots else "") if ep else ""
     if train:
         return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
@@ -263,4 +265,6 @@ def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False) -> str
                   "/ ZeRO stage")
     return ("layout: tp tensor-parallel · pp pipeline stages" + ep_text
             + (" · adp attention data-parallel over the tp GPUs" if adp else "")
-            + " · weight dtype · ×N sequences in flight per replica")
+            + " · weight dtype · ×N sequences in flight per replica"
+            + (" · tokN: step token budget (--max-num-tokens) below trtllm-bench's, whose MoE workspace would not "
+               "fit" if budget else ""))

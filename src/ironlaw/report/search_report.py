@@ -38,13 +38,15 @@ def recompute_zero(e: dict) -> str:
 
 def layout(e: dict) -> str:
     """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 adp fp8 ×256' (serving), as
-    ``ironlaw search`` prints it; 'ep72+32': 32 redundant expert slots over the EP group."""
+    ``ironlaw search`` prints it; 'ep72+32': 32 redundant expert slots over the EP group; 'tok4096': the step
+    token budget (--max-num-tokens) the search chose where trtllm-bench's would not fit."""
     ep = f" ep{e['ep']}" + (f"+{e['redundant_experts']}" if e.get("redundant_experts") else "") if e["ep"] > 1 else ""
     if "concurrency" in e:
         par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + ep \
             + (" adp" if e.get("attention_dp") else "")
         experts = f" (experts {e['expert_weight_dtype']})" if e.get("expert_weight_dtype") else ""
-        return f"{par} {e['dtype']}{experts} ×{e['concurrency']}"
+        budget = f" tok{e['max_num_tokens']}" if e.get("max_num_tokens") else ""
+        return f"{par} {e['dtype']}{experts} ×{e['concurrency']}{budget}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
     s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""

@@ -139,9 +139,10 @@ def _stored_experts(meta: dict, dtype: str) -> dict:
     return {} if experts == dtype else {"expert_weight_dtype": experts}
 
 
-def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
+def _max_entry(est, dtype: str | None, latency: bool = False, budget: int | None = None) -> dict:
     """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout); with
-    ``latency``, its steady state's TTFT and ITL (``serve_latency``); ``dtype`` None: the checkpoint's own."""
+    ``latency``, its steady state's TTFT and ITL (``serve_latency``); ``dtype`` None: the checkpoint's own;
+    ``budget``: the step token budget the search chose (``_fitted``), None where trtllm-bench's default."""
     lay, g = est.layout, est.layout.gpus
     dtype = dtype or est.dtype
     d = est.to_dict()
@@ -154,7 +155,8 @@ def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
            "memory_per_gpu_bytes": held_bytes(m),
            "_est": est, **_stored_experts(d, dtype),
-           **({"redundant_experts": lay.redundant_experts} if lay.redundant_experts else {})}
+           **({"redundant_experts": lay.redundant_experts} if lay.redundant_experts else {}),
+           **({"max_num_tokens": budget} if budget is not None else {})}
     if latency:
         from .serve_latency import latencies
         out["ttft_s"], out["itl_s"] = latencies(est)
@@ -203,16 +205,52 @@ def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, late
         for dt in dts:
             kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt,
                       **({"redundant_experts": redundant} if adp and redundant else {}))
-            evaluated += 1
             try:
-                est = _offline(spec, hw, prompt, output, engine, kw, memory_fraction)
+                est, kw, n = _fitted(spec, hw, prompt, output, engine, kw, memory_fraction)
             except IronlawError as e:
                 why = why or str(e)
+                evaluated += getattr(e, "tried", 1)
                 continue
-            out.append(_max_entry(est, dt, latency))
+            evaluated += n
+            out.append(_max_entry(est, dt, latency, kw.get("max_num_tokens")))
             kws.append((kw, est.batch_per_engine))
         step()
     return out, why, evaluated, kws
+
+
+def budgets(default: int, max_batch: int) -> list[int]:
+    """The step token budgets below ``default`` a refused wide-EP layout is tried at, largest first: the powers
+    of two down to the engine's max batch size, then the max batch itself (NVIDIA's wide-EP generation recipe
+    sets max_num_tokens to max_batch_size × the tokens a step adds per sequence: 128 × (1 + 3 MTP) = 512,
+    TensorRT-LLM examples/wide_ep/slurm_scripts/config.yaml); below it the budget would cap the decode batch."""
+    out = [1 << k for k in range(default.bit_length() - 1, -1, -1) if max_batch <= 1 << k < default]
+    return out + ([max_batch] if max_batch < default and max_batch not in out else [])
+
+
+def _fitted(spec, hw, prompt: int, output: int, engine: str, kw: dict, memory_fraction: float | None):
+    """(estimate, its options, runs priced) of one layout: at trtllm-bench's limits, and where TensorRT-LLM's
+    engine refuses it only for the MoE's pooled workspace (``engine.WorkspaceRefusal``), at the ``budgets``
+    below that fit, the one with the most output tokens/s kept (``max_num_tokens`` in its options). Raises the
+    first refusal (``tried``: the runs priced) where none fits."""
+    from ..serving import frameworks
+    from ..serving.engine import WorkspaceRefusal
+    try:
+        return _offline(spec, hw, prompt, output, engine, kw, memory_fraction), kw, 1
+    except WorkspaceRefusal as e:
+        if engine != frameworks.DEFAULT or e.limits is None:
+            raise
+        first, found = e, []
+    ladder = budgets(first.limits.max_num_tokens, first.limits.max_batch)
+    for n in ladder:
+        try:
+            found.append((_offline(spec, hw, prompt, output, engine, {**kw, "max_num_tokens": n}, memory_fraction), n))
+        except IronlawError:
+            continue
+    if not found:
+        first.tried = 1 + len(ladder)
+        raise first
+    est, n = max(found, key=lambda p: p[0].output_tokens_per_s)
+    return est, {**kw, "max_num_tokens": n}, 1 + len(ladder)
 
 
 def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int, engine: str = "trtllm",
@@ -238,7 +276,7 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
             one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
             got = _max_entry(_offline(spec, hw, prompt, output, engine,
                                       {**kw, "max_batch": grid[mid], "requests": one_wave}, memory_fraction),
-                             kw["dtype"], True)
+                             kw["dtype"], True, kw.get("max_num_tokens"))
             evaluated += 1
             best = {k: min(v, got[k]) for k, v in best.items()}
             lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)

@@ -290,6 +290,16 @@ def _pooled(meta: dict, lay: Layout, max_num_tokens: int) -> str:
             f"{max_num_tokens:,} as the exchange receives them: a smaller --max-num-tokens shrinks it)")
 
 
+class WorkspaceRefusal(IronlawError):
+    """``memory``'s refusal where the weights and the reserve fit and the MoE's pooled workspace
+    (``profiled_tokens``: every rank's max_num_tokens as the exchange receives them) does not, so a smaller
+    token budget may fit; ``limits``: the engine's (``prepare`` fills them in)."""
+
+    def __init__(self, message: str, limits: "Limits | None" = None):
+        super().__init__(message)
+        self.limits = limits
+
+
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
            max_num_tokens: int, workspace_bytes: float, kv_sequence_bytes: float, seq: tuple[int, int],
            reserve_bytes: float = 0.0, block: int = TOKENS_PER_BLOCK, reserve_holds_workspace: bool = False) -> dict:
@@ -305,9 +315,12 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     free = cap - weights - reserve_bytes - (0.0 if reserve_holds_workspace else workspace_bytes)
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
+        pooled_only = (not reserve_holds_workspace and cap - weights - reserve_bytes > 0
+                       and profiled_tokens(meta, lay, max_num_tokens) > max_num_tokens)
         held = ("" if reserve_holds_workspace else f" + workspace {fmt_size(workspace_bytes)}") + (
             f" + the {fmt_size(reserve_bytes)} the memory fraction holds back" if reserve_bytes > 0 else "")
-        raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
+        raise (WorkspaceRefusal if pooled_only else IronlawError)(
+                           f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
                            f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)}{held} per GPU exceed its "
                            f"{fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp (or --pp, with --max-throughput), "
                            f"{'a larger --memory-fraction, ' if reserve_bytes > 0 else ''}or a smaller --dtype"
@@ -421,8 +434,11 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     def kv_of(tokens: int) -> float:
         return kv_sequence_bytes(spec, hw, meta, dtype, kv_dtype, tokens, constants)
     kv_seq = kv_of(blocks_tokens(prompt, output, block)) if lengths is None else lengths.weighted(kv_of, block)
-    mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
-                 (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
+    try:
+        mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
+                     (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
+    except WorkspaceRefusal as e:
+        raise WorkspaceRefusal(str(e), limits) from None
     if lengths is not None:
         mem["kv_bytes_per_token"] = mem["kv_bytes_per_sequence"] / lengths.weighted(float, block)
         _check_longest(lengths, kv_of, mem, kv_seq, block)
