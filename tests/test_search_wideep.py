@@ -36,6 +36,9 @@ def test_a_wide_ep_layout_refused_for_its_workspace_is_searched_at_a_budget_that
     assert best["max_num_tokens"] in budgets(17408, 3584)
     assert doc["candidates_evaluated"] == 1 + len(budgets(17408, 3584))
     assert doc["rerun"].endswith(f"--max-num-tokens {best['max_num_tokens']}")
+    from ironlaw.report.search_report import render
+    page = render(doc)
+    assert f"tok{best['max_num_tokens']}" in page and "<b>tokN</b> step token budget" in page
     again = run_cli(*shlex.split(doc["rerun"])[1:], "--format", "json")
     assert again.rc == 0, again.err
     assert again.json()["time_s"] == pytest.approx(doc["time_s"], rel=1e-9)
@@ -52,3 +55,17 @@ def test_a_layout_the_defaults_fit_carries_no_budget():
     doc = run_cli("search", "deepseek-v3", "--phase", "serve", "--on", "gb200", "--gpus", "12", "--tp", "12",
                   "--dtype", "fp8", "--redundant-experts", "32", "--format", "json").json()
     assert "max_num_tokens" not in doc["top"][0] and "--max-num-tokens" not in doc["rerun"]
+
+
+def test_where_no_budget_fits_the_refusal_names_the_ones_tried(monkeypatch):
+    """Every budget refused too: the search's one line names the budgets it tried instead of advising a smaller
+    --max-num-tokens (which the search has no option for)."""
+    from ironlaw.models.search import serve as search_serve
+    from ironlaw.models.serving.engine import SHRINKS, Limits, WorkspaceRefusal
+
+    def refused(spec, hw, prompt, output, engine, kw, memory_fraction=None):
+        raise WorkspaceRefusal(f"deepseek-v3 does not fit (the workspace …: {SHRINKS})", Limits(3584, 17408, "x"))
+    monkeypatch.setattr(search_serve, "_offline", refused)
+    said = one_line_error(run_cli(*WIDE))
+    assert SHRINKS not in said
+    assert "nor does any --max-num-tokens the search tried (16,384, 8,192, 4,096, 3,584)" in said

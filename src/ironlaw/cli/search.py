@@ -15,7 +15,9 @@ from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTarg
 @with_run_cost
 def search(
     spec: Spec,
-    phase: str = typer.Option("train", "--phase", help="train | serve"),
+    phase: str = typer.Option("train", "--phase", help="train | serve (serve: an attention-DP/EP layout whose MoE "
+                              "workspace, every rank's max_num_tokens, does not fit is tried at smaller budgets, "
+                              "down to its max batch: 'tokN' in its row, --max-num-tokens N in its re-run)"),
     on: On = "h100",
     gpus: int = typer.Option(8, "--gpus", help="devices in all"),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes (default: whole nodes of the catalog's size)"),

@@ -16,6 +16,8 @@ LEGEND = (("tp", "tensor parallel (sp: with sequence parallelism)"), ("pp", "pip
           ("ep", "expert parallel"), ("adp", "attention data parallel"),
           ("mb", "micro-batch"), ("rc", "activation recomputation: none (-), selective, full"),
           ("z", "ZeRO stage (3 = FSDP)"), ("×N", "sequences in flight"))
+BUDGET = (("tokN", "step token budget (--max-num-tokens) the search chose, trtllm-bench's leaving no room for the "
+                   "MoE workspace"),)
 STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP collectives)"),
               ("tp_ep_network_s", "  of which TP/EP collectives"), ("pipeline_bubble_s", "pipeline bubble"),
               ("pipeline_p2p_s", "pipeline send/recv"), ("cp_ring_exposed_s", "context-parallel ring, exposed"),
@@ -91,7 +93,7 @@ def _ranked(doc: dict) -> str:
                                    height=14, sid=f"bar-{e['rank']}") for e in doc["top"])
     slots = any(e.get("redundant_experts") for e in doc["top"])
     legend = " · ".join(f"<b>{_e(k)}</b> {_e(v)}{' (+N: redundant expert slots)' if k == 'ep' and slots else ''}"
-                        for k, v in LEGEND)
+                        for k, v in LEGEND + BUDGET * any(e.get("max_num_tokens") for e in doc["top"]))
     by = doc.get("rank_by", "tokens-per-gpu").replace("-", " ").replace("gpu", "GPU")
     return (f'<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by {_e(by)}; click a '
             f'column to sort. {legend}.</p>'

@@ -30,6 +30,14 @@ Redundant experts (``--redundant-experts N``, as ``serve --max-throughput``'s: E
 wide-EP): every attention-DP/EP layout holds the N slots, its degree any within one node that divides the experts
 + N (DeepSeek-V3's 256 + 32 over 72 GB200s); the tensor-parallel layouts hold every expert, no replicas.
 
+Token budget of a wide-EP layout: under attention DP an MoE layer's workspace holds every rank's max_num_tokens
+as the exchange receives them (``serving.engine.profiled_tokens``); a TensorRT-LLM layout refused only for that
+(``engine.WorkspaceRefusal``: weights and reserve fit) is priced at the ``budgets`` below trtllm-bench's
+max_num_tokens, powers of two down to its max batch and then the max batch, as NVIDIA's wide-EP recipes set the
+budget to the batch's tokens per step; the fastest that fits is kept, its row carrying ``max_num_tokens`` and its
+re-run ``--max-num-tokens``. TensorRT-LLM's MoE does not chunk those rows by default (``moe_max_num_tokens`` is
+max_num_tokens × the attention-DP size: ``WideEPMoE.__init__``, fused_moe_wide_ep.py), so a budget is the lever.
+
 Serving framework (``--serve-engine trtllm|vllm|sglang``, as ``serve --engine``): every candidate is priced on
 that framework's kernels and under its scheduler's limits (``serving.frameworks``); TensorRT-LLM by default.
 
@@ -230,8 +238,8 @@ def budgets(default: int, max_batch: int) -> list[int]:
 def _fitted(spec, hw, prompt: int, output: int, engine: str, kw: dict, memory_fraction: float | None):
     """(estimate, its options, runs priced) of one layout: at trtllm-bench's limits, and where TensorRT-LLM's
     engine refuses it only for the MoE's pooled workspace (``engine.WorkspaceRefusal``), at the ``budgets``
-    below that fit, the one with the most output tokens/s kept (``max_num_tokens`` in its options). Raises the
-    first refusal (``tried``: the runs priced) where none fits."""
+    below that fit, the one with the most output tokens/s kept (``max_num_tokens`` in its options). Where none
+    fits, the first refusal naming the budgets tried (``tried``: the runs priced)."""
     from ..serving import frameworks
     from ..serving.engine import WorkspaceRefusal
     try:
@@ -247,8 +255,12 @@ def _fitted(spec, hw, prompt: int, output: int, engine: str, kw: dict, memory_fr
         except IronlawError:
             continue
     if not found:
-        first.tried = 1 + len(ladder)
-        raise first
+        from ..serving.engine import SHRINKS
+        tried = f"nor does any --max-num-tokens the search tried ({', '.join(f'{n:,}' for n in ladder)})" \
+            if ladder else "and the max batch leaves no smaller budget to try"
+        err = IronlawError(str(first).replace(SHRINKS, tried))
+        err.tried = 1 + len(ladder)
+        raise err
     est, n = max(found, key=lambda p: p[0].output_tokens_per_s)
     return est, {**kw, "max_num_tokens": n}, 1 + len(ladder)
 

@@ -287,7 +287,10 @@ def _pooled(meta: dict, lay: Layout, max_num_tokens: int) -> str:
     if pooled <= max_num_tokens:
         return ""
     return (f" (the workspace holds the experts' rows of {pooled:,} tokens, {lay.dp} ranks' max_num_tokens "
-            f"{max_num_tokens:,} as the exchange receives them: a smaller --max-num-tokens shrinks it)")
+            f"{max_num_tokens:,} as the exchange receives them: {SHRINKS})")
+
+
+SHRINKS = "a smaller --max-num-tokens shrinks it"
 
 
 class WorkspaceRefusal(IronlawError):
