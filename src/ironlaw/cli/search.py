@@ -10,14 +10,16 @@ from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTarg
                       OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod,
                       RedundantExperts, RunCost, Serial, Spec, parse_opts, with_run_cost)
 
+PHASE_HELP = ("train | serve (serve: an attention-DP/EP layout whose MoE workspace, every rank's max_num_tokens, does "
+              "not fit is tried at smaller budgets, down to its max batch: 'tokN' in its row, --max-num-tokens N in "
+              "its re-run)")
+
 
 @app.command()
 @with_run_cost
 def search(
     spec: Spec,
-    phase: str = typer.Option("train", "--phase", help="train | serve (serve: an attention-DP/EP layout whose MoE "
-                              "workspace, every rank's max_num_tokens, does not fit is tried at smaller budgets, "
-                              "down to its max batch: 'tokN' in its row, --max-num-tokens N in its re-run)"),
+    phase: str = typer.Option("train", "--phase", help=PHASE_HELP),
     on: On = "h100",
     gpus: int = typer.Option(8, "--gpus", help="devices in all"),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes (default: whole nodes of the catalog's size)"),
