@@ -69,3 +69,15 @@ def test_where_no_budget_fits_the_refusal_names_the_ones_tried(monkeypatch):
     said = one_line_error(run_cli(*WIDE))
     assert SHRINKS not in said
     assert "nor does any --max-num-tokens the search tried (16,384, 8,192, 4,096, 3,584)" in said
+
+
+def test_pooled_rows_past_the_longest_step_are_a_workspace_refusal_the_search_shrinks():
+    """At a 65,536-token prompt EP 72 pools 4,725,504 tokens' rows, past the longest step a model is built for:
+    ``serve`` says so in one line naming --max-num-tokens (not the builder's --seq), and the search prices the
+    layout at a budget that fits."""
+    long = ("--prompt", "65536", "--output", "1024")
+    said = one_line_error(run_cli("serve", "deepseek-v3", "--on", "gb200", "--tp", "72", "--ep", "72",
+                                  "--attention-dp", "--max-throughput", "--redundant-experts", "32", *long))
+    assert "rows of 4,725,504 tokens" in said and "a smaller --max-num-tokens shrinks it" in said
+    doc = run_cli(*WIDE, *long, "--format", "json").json()
+    assert doc["top"][0]["ep"] == 72 and doc["top"][0]["max_num_tokens"] < 65632
