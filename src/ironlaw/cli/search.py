@@ -10,12 +10,16 @@ from .options import (FLOAT, CudaGraph, FP8Attention, Format, LoraRank, LoraTarg
                       OffloadActivations, On, Opt, ParamGatherExposed, RecomputeLayers, RecomputeMethod,
                       RedundantExperts, RunCost, Serial, Spec, parse_opts, with_run_cost)
 
+PHASE_HELP = ("train | serve (serve: an attention-DP/EP layout whose MoE workspace, every rank's max_num_tokens, does "
+              "not fit is tried at smaller budgets, down to its max batch: 'tokN' in its row, --max-num-tokens N in "
+              "its re-run)")
+
 
 @app.command(short_help="Every parallel layout that fits, predicted and ranked.")
 @with_run_cost
 def search(
     spec: Spec,
-    phase: str = typer.Option("train", "--phase", help="train | serve"),
+    phase: str = typer.Option("train", "--phase", help=PHASE_HELP),
     on: On = "h100",
     gpus: int = typer.Option(8, "--gpus", help="devices in all"),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="nodes (default: whole nodes of the catalog's size)"),
@@ -225,7 +229,8 @@ def show(res, fmt: str) -> None:
         t.add_row(*r)
     c.print(t)
     c.print(legend(res.phase == "train", any(e.get("ep", 1) > 1 for e in res.top),
-                   any(e.get("attention_dp") for e in res.top), slots),
+                   any(e.get("attention_dp") for e in res.top), slots,
+                   any(e.get("max_num_tokens") for e in res.top)),
             markup=False)
     for e in res.top[:1]:
         c.print(f"#1 binds: {e['bottleneck']['why']}", markup=False)
@@ -253,8 +258,9 @@ def _cost_lines(res) -> list[str]:
     return out + ["#1 " + line.lstrip() if i == 0 else line for i, line in enumerate(run_cost.text(e.get("run")))]
 
 
-def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False) -> str:
-    """The line under the table that reads its layout strings (``slots``: ep's '+N', redundant expert slots)."""
+def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False, budget: bool = False) -> str:
+    """The line under the table that reads its layout strings (``slots``: ep's '+N', redundant expert slots;
+    ``budget``: 'tokN', a step token budget the search chose)."""
     ep_text = " · ep expert-parallel" + (" (+N: redundant expert slots)" if slots else "") if ep else ""
     if train:
         return ("layout: tp tensor-parallel (sp: sequence parallel) · pp pipeline stages (/v: virtual stages) · "
@@ -263,4 +269,6 @@ def legend(train: bool, ep: bool, adp: bool = False, slots: bool = False) -> str
                   "/ ZeRO stage")
     return ("layout: tp tensor-parallel · pp pipeline stages" + ep_text
             + (" · adp attention data-parallel over the tp GPUs" if adp else "")
-            + " · weight dtype · ×N sequences in flight per replica")
+            + " · weight dtype · ×N sequences in flight per replica"
+            + (" · tokN: step token budget (--max-num-tokens) below trtllm-bench's, whose MoE workspace would not "
+               "fit" if budget else ""))

@@ -16,6 +16,8 @@ LEGEND = (("tp", "tensor parallel (sp: with sequence parallelism)"), ("pp", "pip
           ("ep", "expert parallel"), ("adp", "attention data parallel"),
           ("mb", "micro-batch"), ("rc", "activation recomputation: none (-), selective, full"),
           ("z", "ZeRO stage (3 = FSDP)"), ("×N", "sequences in flight"))
+BUDGET = (("tokN", "step token budget (--max-num-tokens) the search chose, trtllm-bench's leaving no room for the "
+                   "MoE workspace"),)
 STEP_PARTS = (("compute_and_tp_s", "micro-batches (forward, backward, TP/EP collectives)"),
               ("tp_ep_network_s", "  of which TP/EP collectives"), ("pipeline_bubble_s", "pipeline bubble"),
               ("pipeline_p2p_s", "pipeline send/recv"), ("cp_ring_exposed_s", "context-parallel ring, exposed"),
@@ -38,13 +40,15 @@ def recompute_zero(e: dict) -> str:
 
 def layout(e: dict) -> str:
     """A layout in a few letters: 'tp2sp pp4/v2 dp8 mb1' (training), 'tp2 ep2 adp fp8 ×256' (serving), as
-    ``ironlaw search`` prints it; 'ep72+32': 32 redundant expert slots over the EP group."""
+    ``ironlaw search`` prints it; 'ep72+32': 32 redundant expert slots over the EP group; 'tok4096': the step
+    token budget (--max-num-tokens) the search chose where trtllm-bench's would not fit."""
     ep = f" ep{e['ep']}" + (f"+{e['redundant_experts']}" if e.get("redundant_experts") else "") if e["ep"] > 1 else ""
     if "concurrency" in e:
         par = f"tp{e['tp']}" + (f" pp{e['pp']}" if e["pp"] > 1 else "") + ep \
             + (" adp" if e.get("attention_dp") else "")
         experts = f" (experts {e['expert_weight_dtype']})" if e.get("expert_weight_dtype") else ""
-        return f"{par} {e['dtype']}{experts} ×{e['concurrency']}"
+        budget = f" tok{e['max_num_tokens']}" if e.get("max_num_tokens") else ""
+        return f"{par} {e['dtype']}{experts} ×{e['concurrency']}{budget}"
     s = f"tp{e['tp']}{'sp' if e['sequence_parallel'] else ''} pp{e['pp']}"
     s += f"/v{e['interleave']}" if e["interleave"] > 1 else ""
     s += f" cp{e['cp']}" if e.get("cp", 1) > 1 else ""
@@ -89,7 +93,7 @@ def _ranked(doc: dict) -> str:
                                    height=14, sid=f"bar-{e['rank']}") for e in doc["top"])
     slots = any(e.get("redundant_experts") for e in doc["top"])
     legend = " · ".join(f"<b>{_e(k)}</b> {_e(v)}{' (+N: redundant expert slots)' if k == 'ep' and slots else ''}"
-                        for k, v in LEGEND)
+                        for k, v in LEGEND + BUDGET * any(e.get("max_num_tokens") for e in doc["top"]))
     by = doc.get("rank_by", "tokens-per-gpu").replace("-", " ").replace("gpu", "GPU")
     return (f'<section id="ranked"><h2>The ranked layouts</h2><p class="note">Ranked by {_e(by)}; click a '
             f'column to sort. {legend}.</p>'

@@ -70,6 +70,7 @@ def _serve(res, given: dict, row: dict) -> list[str]:
         else settings.get("serve_engine")
     args += _flag("engine", engine if engine not in (None, "none") else None)
     args += _flag("redundant-experts", row.get("redundant_experts"))
+    args += _flag("max-num-tokens", row.get("max_num_tokens"))
     args += _flag("memory-fraction", settings.get("memory_fraction"))
     priced = given.get("price_per_gpu_hour") is not None or given.get("prices")
     args += _flag("price-per-gpu-hour", float(row["usd_per_gpu_hour"]) if priced else None)

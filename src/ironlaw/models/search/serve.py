@@ -30,6 +30,14 @@ Redundant experts (``--redundant-experts N``, as ``serve --max-throughput``'s: E
 wide-EP): every attention-DP/EP layout holds the N slots, its degree any within one node that divides the experts
 + N (DeepSeek-V3's 256 + 32 over 72 GB200s); the tensor-parallel layouts hold every expert, no replicas.
 
+Token budget of a wide-EP layout: under attention DP an MoE layer's workspace holds every rank's max_num_tokens
+as the exchange receives them (``serving.engine.profiled_tokens``); a TensorRT-LLM layout refused only for that
+(``engine.WorkspaceRefusal``: weights and reserve fit) is priced at the ``budgets`` below trtllm-bench's
+max_num_tokens, powers of two down to its max batch and then the max batch, as NVIDIA's wide-EP recipes set the
+budget to the batch's tokens per step; the fastest that fits is kept, its row carrying ``max_num_tokens`` and its
+re-run ``--max-num-tokens``. TensorRT-LLM's MoE does not chunk those rows by default (``moe_max_num_tokens`` is
+max_num_tokens × the attention-DP size: ``WideEPMoE.__init__``, fused_moe_wide_ep.py), so a budget is the lever.
+
 Serving framework (``--serve-engine trtllm|vllm|sglang``, as ``serve --engine``): every candidate is priced on
 that framework's kernels and under its scheduler's limits (``serving.frameworks``); TensorRT-LLM by default.
 
@@ -139,9 +147,10 @@ def _stored_experts(meta: dict, dtype: str) -> dict:
     return {} if experts == dtype else {"expert_weight_dtype": experts}
 
 
-def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
+def _max_entry(est, dtype: str | None, latency: bool = False, budget: int | None = None) -> dict:
     """One ``serving_throughput.max_throughput`` result as a search entry (per GPU of its layout); with
-    ``latency``, its steady state's TTFT and ITL (``serve_latency``); ``dtype`` None: the checkpoint's own."""
+    ``latency``, its steady state's TTFT and ITL (``serve_latency``); ``dtype`` None: the checkpoint's own;
+    ``budget``: the step token budget the search chose (``_fitted``), None where trtllm-bench's default."""
     lay, g = est.layout, est.layout.gpus
     dtype = dtype or est.dtype
     d = est.to_dict()
@@ -154,7 +163,8 @@ def _max_entry(est, dtype: str | None, latency: bool = False) -> dict:
            "bottleneck": {"resource": d["step_bottleneck"]["resource"], "why": d["step_bottleneck"]["why"]},
            "memory_per_gpu_bytes": held_bytes(m),
            "_est": est, **_stored_experts(d, dtype),
-           **({"redundant_experts": lay.redundant_experts} if lay.redundant_experts else {})}
+           **({"redundant_experts": lay.redundant_experts} if lay.redundant_experts else {}),
+           **({"max_num_tokens": budget} if budget is not None else {})}
     if latency:
         from .serve_latency import latencies
         out["ttft_s"], out["itl_s"] = latencies(est)
@@ -203,16 +213,56 @@ def _max_throughput(spec, hw, prompt: int, output: int, layouts, dts, step, late
         for dt in dts:
             kw = dict(tp=tp, pp=pp, ep=tp if adp else 1, attention_dp=adp, dtype=dt,
                       **({"redundant_experts": redundant} if adp and redundant else {}))
-            evaluated += 1
             try:
-                est = _offline(spec, hw, prompt, output, engine, kw, memory_fraction)
+                est, kw, n = _fitted(spec, hw, prompt, output, engine, kw, memory_fraction)
             except IronlawError as e:
                 why = why or str(e)
+                evaluated += getattr(e, "tried", 1)
                 continue
-            out.append(_max_entry(est, dt, latency))
+            evaluated += n
+            out.append(_max_entry(est, dt, latency, kw.get("max_num_tokens")))
             kws.append((kw, est.batch_per_engine))
         step()
     return out, why, evaluated, kws
+
+
+def budgets(default: int, max_batch: int) -> list[int]:
+    """The step token budgets below ``default`` a refused wide-EP layout is tried at, largest first: the powers
+    of two down to the engine's max batch size, then the max batch itself (NVIDIA's wide-EP generation recipe
+    sets max_num_tokens to max_batch_size × the tokens a step adds per sequence: 128 × (1 + 3 MTP) = 512,
+    TensorRT-LLM examples/wide_ep/slurm_scripts/config.yaml); below it the budget would cap the decode batch."""
+    out = [1 << k for k in range(default.bit_length() - 1, -1, -1) if max_batch <= 1 << k < default]
+    return out + ([max_batch] if max_batch < default and max_batch not in out else [])
+
+
+def _fitted(spec, hw, prompt: int, output: int, engine: str, kw: dict, memory_fraction: float | None):
+    """(estimate, its options, runs priced) of one layout: at trtllm-bench's limits, and where TensorRT-LLM's
+    engine refuses it only for the MoE's pooled workspace (``engine.WorkspaceRefusal``), at the ``budgets``
+    below that fit, the one with the most output tokens/s kept (``max_num_tokens`` in its options). Where none
+    fits, the first refusal naming the budgets tried (``tried``: the runs priced)."""
+    from ..serving import frameworks
+    from ..serving.engine import WorkspaceRefusal
+    try:
+        return _offline(spec, hw, prompt, output, engine, kw, memory_fraction), kw, 1
+    except WorkspaceRefusal as e:
+        if engine != frameworks.DEFAULT or e.limits is None:
+            raise
+        first, found = e, []
+    ladder = budgets(first.limits.max_num_tokens, first.limits.max_batch)
+    for n in ladder:
+        try:
+            found.append((_offline(spec, hw, prompt, output, engine, {**kw, "max_num_tokens": n}, memory_fraction), n))
+        except IronlawError:
+            continue
+    if not found:
+        from ..serving.engine import SHRINKS
+        tried = f"nor does any --max-num-tokens the search tried ({', '.join(f'{n:,}' for n in ladder)})" \
+            if ladder else "and the max batch leaves no smaller budget to try"
+        err = IronlawError(str(first).replace(SHRINKS, tried))
+        err.tried = 1 + len(ladder)
+        raise err
+    est, n = max(found, key=lambda p: p[0].output_tokens_per_s)
+    return est, {**kw, "max_num_tokens": n}, 1 + len(ladder)
 
 
 def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top: int, engine: str = "trtllm",
@@ -238,7 +288,7 @@ def _within(spec, hw, prompt: int, output: int, entries, kws, targets: dict, top
             one_wave = grid[mid] * kw["pp"] * (kw["tp"] if kw["attention_dp"] else 1)   # the steady state alone
             got = _max_entry(_offline(spec, hw, prompt, output, engine,
                                       {**kw, "max_batch": grid[mid], "requests": one_wave}, memory_fraction),
-                             kw["dtype"], True)
+                             kw["dtype"], True, kw.get("max_num_tokens"))
             evaluated += 1
             best = {k: min(v, got[k]) for k, v in best.items()}
             lo, hi, found = (mid, hi, got) if meets(got) else (lo, mid, found)

@@ -287,7 +287,21 @@ def _pooled(meta: dict, lay: Layout, max_num_tokens: int) -> str:
     if pooled <= max_num_tokens:
         return ""
     return (f" (the workspace holds the experts' rows of {pooled:,} tokens, {lay.dp} ranks' max_num_tokens "
-            f"{max_num_tokens:,} as the exchange receives them: a smaller --max-num-tokens shrinks it)")
+            f"{max_num_tokens:,} as the exchange receives them: {SHRINKS})")
+
+
+SHRINKS = "a smaller --max-num-tokens shrinks it"
+
+
+class WorkspaceRefusal(IronlawError):
+    """``memory``'s refusal where the weights and the reserve fit and the MoE's pooled workspace
+    (``profiled_tokens``: every rank's max_num_tokens as the exchange receives them) does not, or
+    ``workspace_bytes``'s where those rows are more than a step is built for, so a smaller token budget may fit;
+    ``limits``: the engine's (``prepare`` fills them in)."""
+
+    def __init__(self, message: str, limits: "Limits | None" = None):
+        super().__init__(message)
+        self.limits = limits
 
 
 def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv_fraction: float,
@@ -305,9 +319,12 @@ def memory(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype: str, kv
     free = cap - weights - reserve_bytes - (0.0 if reserve_holds_workspace else workspace_bytes)
     where = f"{lay.gpus} × {hw.name}" if lay.gpus > 1 else hw.name
     if free <= 0:
+        pooled_only = (not reserve_holds_workspace and cap - weights - reserve_bytes > 0
+                       and profiled_tokens(meta, lay, max_num_tokens) > max_num_tokens)
         held = ("" if reserve_holds_workspace else f" + workspace {fmt_size(workspace_bytes)}") + (
             f" + the {fmt_size(reserve_bytes)} the memory fraction holds back" if reserve_bytes > 0 else "")
-        raise IronlawError(f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
+        raise (WorkspaceRefusal if pooled_only else IronlawError)(
+                           f"{spec} does not fit on {where} at --tp {lay.tp}{f' --pp {lay.pp}' if lay.pp > 1 else ''}"
                            f" in {_in_dtype(meta, dtype)}: weights {fmt_size(weights)}{held} per GPU exceed its "
                            f"{fmt_size(cap)} by {fmt_size(-free)}; use a larger --tp (or --pp, with --max-throughput), "
                            f"{'a larger --memory-fraction, ' if reserve_bytes > 0 else ''}or a smaller --dtype"
@@ -368,9 +385,15 @@ def workspace_bytes(spec: str, hw, meta: dict, lay: Layout, dtype: str, kv_dtype
     """Activation workspace per GPU of the profiling step (``profiled_tokens``), 16-bit between kernels. Under
     attention DP the larger of one rank's step (its LM head included) and one layer's live set at the MoE's
     pooled rows: the experts' permuted input and output and fc1's gated output per routed row, which exceed
-    attention's working set on the built-in MoE models (a prefill of one sequence: one row of logits)."""
+    attention's working set on the built-in MoE models (a prefill of one sequence: one row of logits). Pooled rows
+    past ``workloads.MAX_SEQ`` are refused (``WorkspaceRefusal``: a smaller budget shrinks them)."""
+    from ..workloads import MAX_SEQ
     ws = float(build(spec, "decode", max_num_tokens, 1, dtype, kv_dtype, hw).footprint["activations"])
     pooled = profiled_tokens(meta, lay, max_num_tokens)
+    if pooled > MAX_SEQ:               # past the longest step a model is built for (workloads.MAX_SEQ)
+        raise WorkspaceRefusal(f"{spec} at --tp {lay.tp}: the MoE workspace holds the experts' rows of {pooled:,} "
+                               f"tokens, {lay.dp} ranks' max_num_tokens {max_num_tokens:,} as the exchange receives "
+                               f"them, past the {MAX_SEQ:,} tokens a step is built for: {SHRINKS}")
     if pooled > max_num_tokens:        # one layer's live set at the gathered rows; the LM head stays per rank
         ws = max(ws, float(build(spec, "prefill", 1, pooled, dtype, kv_dtype, hw).footprint["activations"]))
     return ws * max(dtype_bytes("bf16") / dtype_bytes(dtype), 1.0)
@@ -415,14 +438,17 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     limits = engine_limits(float(meta["params"]), stored_bytes_per_param(meta, dtype), kv_all, cap, lay.gpus, lay.pp, prompt,
                            output, kv_fraction, max_batch, max_num_tokens,
                            None if lengths is None else max(lengths.prompts))
-    ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
     block = constants.block_tokens
 
     def kv_of(tokens: int) -> float:
         return kv_sequence_bytes(spec, hw, meta, dtype, kv_dtype, tokens, constants)
     kv_seq = kv_of(blocks_tokens(prompt, output, block)) if lengths is None else lengths.weighted(kv_of, block)
-    mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
-                 (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
+    try:
+        ws = workspace_bytes(spec, hw, meta, lay, dtype, kv_dtype, limits.max_num_tokens)
+        mem = memory(spec, hw, meta, lay, dtype, kv_dtype, kv_fraction, limits.max_num_tokens, ws, kv_seq,
+                     (prompt, output), constants.reserve_bytes, block, constants.reserve_holds_workspace)
+    except WorkspaceRefusal as e:
+        raise WorkspaceRefusal(str(e), limits) from None
     if lengths is not None:
         mem["kv_bytes_per_token"] = mem["kv_bytes_per_sequence"] / lengths.weighted(float, block)
         _check_longest(lengths, kv_of, mem, kv_seq, block)
