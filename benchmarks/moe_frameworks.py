@@ -21,6 +21,9 @@ solved within the bounds (moefit.fit per_touched, per_token, exact), the form Te
 touched experts' M blocks. The classes of ``kernelfit.rules.MOE_PAIRS`` (vLLM's and SGLang's Triton fused MoE, vLLM's
 Marlin MoE) add to A the bytes their layer moves over the token-expert pairs routed to other ranks' experts under EP
 (moefit.pairs_bytes): zero-filled GEMM output rows, the activation and the top-k sum over the whole M·top-k cache.
+The classes of ``kernelfit.rules.MOE_UNALIGNED_K`` (Triton fused MoE) add c_k, the down GEMM's extra seconds per
+second of its weights and FLOPs where inter/TP is not a multiple of 16 (moefit.fit per_unaligned), stored as the
+grouped GEMM class's ``unaligned_k``.
 Fitted on every other layer shape, scored on the rest (kernel_rows.held_out), goal median ≤ 8%, p90 ≤ 20%.
 """
 from __future__ import annotations
@@ -95,7 +98,8 @@ def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vll
     from kernel_moe import layer_terms, stored_predict
     pairs = rules.pair_kernel(framework, dt, gpu)
     x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs)
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **FORM), dt),
+    form = FORM | {"per_unaligned": rules.holds(rules.MOE_UNALIGNED_K, (framework, dt), gpu)}
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **form), dt),
                          lambda kern, x: stored_predict(kern, dt, x), x, t, keep)
     cal = hardware.get(gpu).calibration
     have = cal.kernel if cal is not None else {}
@@ -148,10 +152,11 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         was = "      —       " if before is None else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(before)))
         ok = med <= goal[0] and p90 <= goal[1]
         g = kern[f"moe_grouped_gemm.{dt}"]
+        ck = f"  c_k {g['unaligned_k']:.2f}" if "unaligned_k" in g else ""
         print(f"{gpu:13s} {dt:11s} {len(err):6d}  {was} → {100 * med:5.1f}% / {100 * p90:5.1f}%  "
               f"{'met ' if ok else 'MISS'}  L {2e6 * g['latency_s']:5.1f} µs η_w {g['streamed']:.2f} η_c "
               f"{g['eta_max']:.2f} η_a {kern[f'moe_rows.{dt}']['memory']:.2f}  {path.split(' (', 1)[1][:-1]}"
-              f"{'  pairs ' + pairs if pairs else ''}",
+              f"{'  pairs ' + pairs if pairs else ''}{ck}",
               flush=True)
     if a.write:
         for gpu, fits in by_gpu.items():
