@@ -90,3 +90,29 @@ def test_an_unaligned_k_past_its_bound_is_refused():
                                                               "latency_s": 1e-5, "unaligned_k": 100.0}
     with pytest.raises(IronlawError, match="unaligned_k: must be a number >= 0 and at most 32"):
         hardware.parse_hardware(data, "h200.toml")
+
+
+def test_a_vllm_tp_step_slows_the_down_gemm_where_its_shard_of_the_intermediate_is_unaligned(tmp_path):
+    """vLLM on H200, bf16 experts of intermediate 1,856 (the tables' 2,688 × 1,856 shape) TP-sharded: at TP 8 each
+    GPU's down GEMM has K = 232 and runs at a lower η (its class's ``unaligned_k``); at TP 4 (K = 464) it does not."""
+    import json
+    from pathlib import Path
+
+    from ironlaw.models.serving import engine, frameworks, step
+    from ironlaw.models.serving.engine import FITTED
+    cfg = json.loads((Path(__file__).parent / "data" / "llm_configs" / "qwen3-30b-a3b.json").read_text())
+    cfg["moe_intermediate_size"] = 1856
+    path = tmp_path / "qwen3-30b-a3b-i1856.json"
+    path.write_text(json.dumps(cfg))
+    scales = {}
+    for tp in (4, 8):
+        eng = frameworks.select("vllm", "h200", tp, offline=True)
+        c, lay = frameworks.constants(eng, FITTED), engine.Layout(tp=tp)
+        meta, limits, mem = engine.prepare(f"hf:{path}", eng.hw, lay, "bf16", "bf16", 1024, 256, 1.0, 256, 8192, c)
+        run = engine.engine_of(f"hf:{path}", eng.hw, lay, "bf16", "bf16", (1024, 256), meta, limits, mem, 64, c)
+        assert run.law_hw.calibration.kernel["moe_grouped_gemm.bf16"]["unaligned_k"] > 0
+        est = step.step_seconds(run, 64, 0.0, 0.0, True)[1]
+        down = [op for op in est.graph.ops if op.attrs.get("expert") == "routed" and op.name == "mlp_down_proj"]
+        assert down and down[0].attrs["nk"][1] == 1856 / tp
+        scales[tp] = float(np.min(down[0].eta_scale))
+    assert scales[4] == 1.0 and scales[8] < 0.5

@@ -74,14 +74,14 @@ def blocked_rows(op, cal, gathered_rows, slots: float):
 def on_table_rows(op, hw, meta: dict, tokens):
     """A routed GEMM on a measured MoE class whose grouped GEMM pads each expert's rows to an M block
     (``blocked_rows``) for the step's ``tokens`` picking ``experts_per_token`` experts each over the rank's
-    expert slots, and whose K is unaligned on a class that prices it (``unaligned_down``); any other op as it is."""
+    expert slots; any other op as it is."""
     if op.kind != "matmul" or op.attrs.get("expert") != "routed":
         return op
     import numpy as np
 
     from ...dispatcher import local_experts
     gathered = np.asarray(tokens, float) * float(meta.get("experts_per_token", 0.0))
-    return unaligned_down(blocked_rows(op, hw.calibration, gathered, local_experts(meta)), hw)
+    return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
 
 
 def unaligned_down(op, hw):
@@ -91,7 +91,8 @@ def unaligned_down(op, hw):
     padded rows), carried as a lower compute η: ``eta_scale`` × F/(P·η_c·s) over that plus the extra, η_c the class's
     ``eta_max``, P the op's dtype peak, BW the device tier's. Triton's JIT compiles the K stride of vLLM's and
     SGLang's ``fused_moe_kernel`` as divisible by 1 there, and the loads of A and w2 along K are not vectorized
-    (``core.routing.TRITON_K_ALIGN``). Any other op as it is."""
+    (``core.routing.TRITON_K_ALIGN``). Any other op as it is. Applied to the sharded step (``run.priced``: K is
+    inter/TP after ``parallel.tp_shard``) and to an analyzed graph's routed layer (``models.routed``)."""
     cal = hw.calibration
     p = ((cal.kernel or {}).get(op.attrs.get("kernel", ""), {}) if cal is not None else {})
     c_k = float(p.get("unaligned_k", 0.0))
