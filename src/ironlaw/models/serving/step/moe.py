@@ -93,15 +93,14 @@ def unaligned_down(op, hw):
     SGLang's ``fused_moe_kernel`` as divisible by 1 there, and the loads of A and w2 along K are not vectorized
     (``core.routing.TRITON_K_ALIGN``). Any other op as it is. Applied to the sharded step (``run.priced``: K is
     inter/TP after ``parallel.tp_shard``) and to an analyzed graph's routed layer (``models.routed``)."""
-    cal = hw.calibration
-    p = ((cal.kernel or {}).get(op.attrs.get("kernel", ""), {}) if cal is not None else {})
-    c_k = float(p.get("unaligned_k", 0.0))
-    if not c_k or op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs:
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs or hw.calibration is None:
         return op
+    p = (hw.calibration.kernel or {}).get(op.attrs.get("kernel", ""), {})
+    c_k = float(p.get("unaligned_k", 0.0))
     import numpy as np
 
     from ....core.routing import unaligned
-    if not unaligned(op.attrs["nk"][1]) or op.dtype not in hw.peak_flops:
+    if not c_k or not unaligned(op.attrs["nk"][1]) or op.dtype not in hw.peak_flops:
         return op
     s = np.asarray(op.eta_scale, float)
     flops = np.asarray(op.flops, float) / s                                  # the padded rows' FLOPs
