@@ -35,9 +35,9 @@ def routed_experts(graph, hw):
     from .dispatcher import local_experts
     slots = local_experts(graph.meta)
     gathered = np.asarray(graph.meta.get("tokens", 0.0), float) * float(graph.meta.get("experts_per_token", 0.0))
-    from .serving.step import blocked_rows, unaligned_down
-    return replace(graph, ops=[unaligned_down(blocked_rows(on_moe_layer(op, graph.dtype, kernels, slots), hw.calibration,
-                                                           gathered, slots), hw) for op in graph.ops])
+    from .serving.step import blocked_rows
+    return replace(graph, ops=[blocked_rows(on_moe_layer(op, graph.dtype, kernels, slots), hw.calibration, gathered,
+                                            slots) for op in graph.ops])
 
 
 def on_moe_layer(op, dtype: str, kernels: tuple, slots: float = 0.0):

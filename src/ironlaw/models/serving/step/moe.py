@@ -92,7 +92,7 @@ def unaligned_down(op, hw):
     ``eta_max``, P the op's dtype peak, BW the device tier's. Triton's JIT compiles the K stride of vLLM's and
     SGLang's ``fused_moe_kernel`` as divisible by 1 there, and the loads of A and w2 along K are not vectorized
     (``core.routing.TRITON_K_ALIGN``). Any other op as it is. Applied to the sharded step (``run.priced``: K is
-    inter/TP after ``parallel.tp_shard``) and to an analyzed graph's routed layer (``models.routed``)."""
+    inter/TP after ``parallel.tp_shard``), the serving engines' (vLLM, SGLang) classes holding ``unaligned_k``."""
     if op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs or hw.calibration is None:
         return op
     p = (hw.calibration.kernel or {}).get(op.attrs.get("kernel", ""), {})
