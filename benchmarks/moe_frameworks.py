@@ -147,6 +147,8 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework)
         pairs = rules.pair_kernel(a.framework, dt, gpu)
         said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
+        if rules.holds(rules.MOE_UNALIGNED_K, (a.framework, dt), gpu):
+            said += " (unaligned inter/TP: moefit.fit per_unaligned, c_k; kernelfit.rules.MOE_UNALIGNED_K)"
         by_gpu.setdefault(gpu, []).append((dt, path + said, version, kern, n_fit, len(err)))
         med, p90 = median_p90(err)
         was = "      —       " if before is None else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(before)))
