@@ -307,7 +307,7 @@ def stored_predict(kern: dict, dtype: str, x: np.ndarray) -> np.ndarray:
     q = kern.get(f"moe_router.{dtype}", {})
     return predict_s(MoeFit(2 * g["latency_s"], g["streamed"], g["eta_max"], r["memory"], 0, 2 * g.get("expert_s", 0.0),
                             r.get("token_s", 0.0), 2 * g.get("touched_s", 0.0), q.get("latency_s", 0.0),
-                            q.get("memory", 0.0)), x)
+                            q.get("memory", 0.0), g.get("unaligned_k", 0.0)), x)
 
 
 def calibration_table(gpu: str, fits: list[ClassFit], package: str = PACKAGE, version: str = VERSION,

@@ -22,6 +22,9 @@ solved within the bounds (moefit.fit per_touched, per_token, exact), the form Te
 touched experts' M blocks. The classes of ``kernelfit.rules.MOE_PAIRS`` (vLLM's and SGLang's Triton fused MoE, vLLM's
 Marlin MoE) add to A the bytes their layer moves over the token-expert pairs routed to other ranks' experts under EP
 (moefit.pairs_bytes): zero-filled GEMM output rows, the activation and the top-k sum over the whole M·top-k cache.
+The classes of ``kernelfit.rules.MOE_UNALIGNED_K`` (Triton fused MoE) add c_k, the down GEMM's extra seconds per
+second of its weights and FLOPs where inter/TP is not a multiple of 16 (moefit.fit per_unaligned), stored as the
+grouped GEMM class's ``unaligned_k``.
 Fitted on every other layer shape, scored on the rest (kernel_rows.held_out), goal median ≤ 8%, p90 ≤ 20%.
 """
 from __future__ import annotations
@@ -105,7 +108,8 @@ def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vll
     pairs = rules.pair_kernel(framework, dt, gpu)
     groups = row_groups(framework, version, rows)
     x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs, groups=groups)
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **FORM), dt),
+    form = FORM | {"per_unaligned": rules.holds(rules.MOE_UNALIGNED_K, (framework, dt), gpu)}
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **form), dt),
                          lambda kern, x: stored_predict(kern, dt, x), x, t, keep)
     cal = hardware.get(gpu).calibration
     have = cal.kernel if cal is not None else {}
@@ -153,15 +157,18 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework, version)
         pairs = rules.pair_kernel(a.framework, dt, gpu)
         said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
+        if rules.holds(rules.MOE_UNALIGNED_K, (a.framework, dt), gpu):
+            said += " (unaligned inter/TP: moefit.fit per_unaligned, c_k; kernelfit.rules.MOE_UNALIGNED_K)"
         by_gpu.setdefault(gpu, []).append((dt, path + said, version, kern, n_fit, len(err)))
         med, p90 = median_p90(err)
         was = "      —       " if before is None else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(before)))
         ok = med <= goal[0] and p90 <= goal[1]
         g = kern[f"moe_grouped_gemm.{dt}"]
+        ck = f"  c_k {g['unaligned_k']:.2f}" if "unaligned_k" in g else ""
         print(f"{gpu:13s} {dt:11s} {len(err):6d}  {was} → {100 * med:5.1f}% / {100 * p90:5.1f}%  "
               f"{'met ' if ok else 'MISS'}  L {2e6 * g['latency_s']:5.1f} µs η_w {g['streamed']:.2f} η_c "
               f"{g['eta_max']:.2f} η_a {kern[f'moe_rows.{dt}']['memory']:.2f}  {path.split(' (', 1)[1][:-1]}"
-              f"{'  pairs ' + pairs if pairs else ''}",
+              f"{'  pairs ' + pairs if pairs else ''}{ck}",
               flush=True)
     if a.write:
         for gpu, fits in by_gpu.items():

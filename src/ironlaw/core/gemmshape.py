@@ -51,7 +51,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
                 "latency_tile_power",
                 "tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap", "causal_blocks", "floor_s",
-                "floor_share")
+                "floor_share", "unaligned_k")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,
@@ -91,6 +91,10 @@ EXPERT_S_MAX = 1e-6
 # its time adds touched_s · the experts whose weights the op streams (aiconfigurator-core 0.12.0's TensorRT-LLM
 # 1.3.0rc20 CUTLASS MoE rows on Blackwell, ``measure.calibrate.moefit``). At most TOUCHED_S_MAX (2 µs)
 TOUCHED_S_MAX = 2e-6
+# unaligned_k: a grouped MoE GEMM class's extra seconds per second of weights and FLOPs (at η = 1) on a GEMM whose K
+# is not a multiple of 16 (``serving.step.unaligned_down``: vLLM's and SGLang's Triton fused MoE, aiconfigurator-core
+# 0.12.0's rows 1.8–8.4, ``measure.calibrate.moefit``). At most UNALIGNED_K_MAX
+UNALIGNED_K_MAX = 32.0
 # token_s: seconds per token an MoE layer takes in that a routed-rows class's op stating its tokens adds
 # (``efficiency.token_setup_s``, ``op.attrs["tokens"]``: the combine's), routed to the rank or not (aiconfigurator-core
 # 0.12.0's H100 weight-only MXFP4 MoE rows, TensorRT-LLM's Triton MoE: ~60 ns per token). At most TOKEN_S_MAX (1 µs)

@@ -207,3 +207,17 @@ def padded_rows(rows, touched, block):
     of ``block`` rows (the rows spread evenly, as the balanced routing spreads them)."""
     u = np.maximum(np.asarray(touched, float), 1.0)
     return np.where(np.asarray(rows, float) > 0, u * np.ceil(np.asarray(rows, float) / u / block) * block, 0.0)
+
+
+# The divisibility Triton's JIT specializes an integer kernel argument on (a value divisible by 16 is compiled as
+# such; any other as divisible by 1): vLLM's and SGLang's ``fused_moe_kernel`` take the down GEMM's K = inter/TP as
+# the row stride of its activation rows (``stride_am``) and of w2 (``stride_bn``, w2 stored [E, hidden, inter/TP]),
+# so a K that is not a multiple of it leaves the compiler no alignment to vectorize the K-contiguous loads of A and B
+# (vllm/model_executor/layers/fused_moe/fused_moe.py and SGLang's fused_moe_triton/fused_moe_triton_kernels.py,
+# ``fused_moe_kernel`` and ``invoke_fused_moe_kernel``); the law's ``unaligned_k`` prices it (``unaligned``)
+TRITON_K_ALIGN = 16
+
+
+def unaligned(k) -> np.ndarray:
+    """Whether a GEMM's K is not a multiple of ``TRITON_K_ALIGN`` (its K-contiguous rows unaligned)."""
+    return np.mod(np.asarray(k, float), TRITON_K_ALIGN) != 0

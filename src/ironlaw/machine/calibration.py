@@ -15,6 +15,7 @@ from ..core.errors import IronlawError, unknown
 from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW_MAX, GRID_AXES, GRID_KEYS, GRID_LOG_MAX,
                               KEY_S_MAX, KEY_CTAS_MAX, CTA_S_MAX, MERGE_KINDS, MERGE_S_MAX,
                               ROW_FIELDS, SHAPE_FIELDS, SPLIT_KV, SPLIT_S_MAX, SWAP_S_MAX, TOUCHED_S_MAX, UNIT_S_MAX,
+                              UNALIGNED_K_MAX,
                               WRITE_S_MAX, TILE_S_MAX, PLAN_SPLIT_S_MAX, PLAN_MERGE_S_MAX,
                               UNIT_LAUNCHES, VARIANT_RULES, VECTOR_MODES, LATENCY_HEAD_DIM_S_MAX,
                               LATENCY_TILE_POWER_MAX, TILE_HEAD_DIM_S_MAX)
@@ -245,8 +246,8 @@ def _check_shape_table(p: dict, w: str) -> None:
         raise IronlawError(f"{w}: key_ctas is a walking class's CTAs per grid unit: it needs key_s")
     if "cta_s" in p and "key_ctas" not in p:
         raise IronlawError(f"{w}: cta_s is a walking class's seconds per CTA in waves: it needs key_ctas")
-    _num(p, "expert_s", w, EXPERT_S_MAX, zero_ok=True)
-    _num(p, "touched_s", w, TOUCHED_S_MAX, zero_ok=True)
+    for key, upper in (("expert_s", EXPERT_S_MAX), ("touched_s", TOUCHED_S_MAX), ("unaligned_k", UNALIGNED_K_MAX)):
+        _num(p, key, w, upper, zero_ok=True)
     if "m_block" in p and p["m_block"] not in M_BLOCKS:
         raise IronlawError(f"{w}.m_block: must be one of {', '.join(M_BLOCKS)}, got {p['m_block']!r}")
     if "split_kv" in p and p["split_kv"] not in SPLIT_KV:

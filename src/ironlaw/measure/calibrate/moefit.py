@@ -58,6 +58,12 @@ median and p90 (benchmarks/kernel_moe.py ``--touched``), and the classes that me
 ``OWN_KEY``: the CUTLASS classes that meet it on the rows of their own autotuner key, ``shared_tuning``); the
 TensorRT-LLM 1.0 release files store them.
 
+The down GEMM of vLLM's and SGLang's Triton fused MoE where inter/TP is not a multiple of 16 (``fit``'s
+``per_unaligned``): its K is the row stride of its activations and of w2, which Triton's JIT then compiles as
+divisible by 1, and its loads along K are not vectorized (``core.routing.TRITON_K_ALIGN``): T += c_k · (W + F)/3 at
+η = 1 on those rows (``terms``' last column), stored as ``unaligned_k`` on the grouped GEMMs and added to the routed
+GEMM whose K is unaligned (``serving.step.unaligned_down``), on the classes of ``kernelfit.rules.MOE_UNALIGNED_K``.
+
 The router's top-k on PyTorch (``fit``'s ``per_router``, ``terms``' ``router_above``): TensorRT-LLM 1.0's renormalize
 router runs its own top-k kernel up to 128 experts and top-8 and PyTorch's ``torch.topk`` and ``softmax`` above
 (``core.routing.torch_router``), which the layer's time holds: T += [torch] · (L_r + D_r / (BW·η_r)), D_r the router
@@ -73,7 +79,7 @@ import numpy as np
 
 from ...core.graph import dtype_bytes
 from ...core.routing import (DRAWS, balanced_local, block_m, grouped_balanced_local, padded_rows,  # noqa: F401
-                             power_law_local, routing_of, torch_router, uniform_local)
+                             power_law_local, routing_of, torch_router, uniform_local, unaligned)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -123,6 +129,8 @@ class MoeFit:
     touched_s: float = 0.0    # L_u: seconds per expert the rows reach (``fit``'s per_touched; 0: not fitted)
     router_s: float = 0.0     # L_r: fixed seconds of the router's PyTorch top-k (``fit``'s per_router; 0: not fitted)
     router_eta: float = 0.0   # η_r: fraction of HBM bandwidth its logits move at (0: not fitted)
+    unaligned_k: float = 0.0  # c_k: the down GEMM's extra seconds per its W/BW + F/P where inter/TP is unaligned
+                              # (``fit``'s per_unaligned; 0: not fitted)
 
 
 def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str = "balanced",
@@ -130,9 +138,10 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
           groups: np.ndarray | None = None) -> np.ndarray:
     """Per row the columns [1, U·W_e/BW, F/P, A/BW, G/BW] (seconds at η = 1), the rank's expert slots E/ep, the
     tokens t the layer takes in, the experts U its rows reach (counts: ``fit``'s per-expert, per-token and
-    per-touched terms) and, last, whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
-    (``router_above``: the router kernel's largest experts and top-k, ``core.routing.torch_router``; None: 0) of
-    arrays ``rows``
+    per-touched terms), whether the router runs PyTorch's top-k and its logits' bytes D_r/BW there
+    (``router_above``: the router kernel's largest experts and top-k, ``core.routing.torch_router``; None: 0) and,
+    last, the down GEMM's weights and FLOPs (a third of W and F, at η = 1) on rows whose inter/TP is not a multiple
+    of ``core.routing.TRITON_K_ALIGN`` (``unaligned``; ``fit``'s per_unaligned), 0 on the others, of arrays ``rows``
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the
     table's distribution: balanced, or power_law_<α>; ``UNIFORM``: aiter's tables, the expectation of
     ``core.routing.uniform_local``); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows
@@ -167,8 +176,9 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     torch = (torch_router(rows["num_experts"], rows["topk"], router_above) if router_above
              else np.zeros_like(t, bool)).astype(float)
     logits = torch * 2.0 * HALF_BYTES * t * np.asarray(rows["num_experts"], float)
+    down = unaligned(i) * (w / bw_Bps + f / peak_flops) / 3.0
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u, torch,
-                     logits / bw_Bps], 1)
+                     logits / bw_Bps, down], 1)
 
 
 def pairs_bytes(kernel: str, pairs, local_rows, hidden, inter):
@@ -181,19 +191,22 @@ def pairs_bytes(kernel: str, pairs, local_rows, hidden, inter):
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,
         exact: bool = False, per_token: bool = False, per_touched: bool = False, per_router: bool = False,
-        stream_max: float = STREAM_MAX) -> MoeFit:
+        stream_max: float = STREAM_MAX, per_unaligned: bool = False) -> MoeFit:
     """L, η_w, η_c, η_a of T = x·[L, 1/η_w, 1/η_c, 1/η_a, 1] (``terms``), least relative squares, each ≥ 0,
     the η at most 1 (``stream_max`` for the weights' stream: an expert re-read from L2 may beat HBM, 1 where the
     rows' weights cannot come from a cache, ``kernelfit.rules.ROTATED_MOE_FRAMEWORKS``); ``per_expert``: also
     L_e, seconds per expert slot of the rank (T gains L_e·E/ep), ≥ 0; ``per_token``: also L_t, seconds per token the
     layer takes in, routed to the rank or not (T gains L_t·t), ≥ 0; ``per_touched``: also L_u, seconds per expert the
     rank's rows reach (T gains L_u·U), ≥ 0; ``per_router``: also L_r and 1/η_r of the router's PyTorch top-k (T gains
-    [torch]·(L_r + D_r/(BW·η_r)), ``terms``), L_r ≥ 0, η_r at most 1. Each reweighted step solves the unbounded problem and clips it to the
+    [torch]·(L_r + D_r/(BW·η_r)), ``terms``), L_r ≥ 0, η_r at most 1; ``per_unaligned``: also c_k, the down GEMM's
+    extra seconds per second of its weights and FLOPs at η = 1 where its K = inter/TP is unaligned (T gains c_k ·
+    ``terms``' last column: Triton's loads of those rows not vectorized, ``core.routing.TRITON_K_ALIGN``), ≥ 0. Each reweighted step solves the unbounded problem and clips it to the
     bounds; ``exact``: solves it under the bounds (``bounded_lstsq``) instead."""
     t = np.asarray(time_s, float)
     cols = [0, 1, 2, 3] + ([5] if per_expert else []) + ([6] if per_token else []) + ([7] if per_touched else []) \
-        + ([8, 9] if per_router else [])
-    lower = [0.0, 1 / stream_max, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched) + [0.0, 1.0] * per_router
+        + ([8, 9] if per_router else []) + ([10] if per_unaligned else [])
+    lower = [0.0, 1 / stream_max, 1.0, 1.0] + [0.0] * (per_expert + per_token + per_touched) + [0.0, 1.0] * per_router \
+        + [0.0] * per_unaligned
     X = x[:, cols]
     w = np.ones_like(t)
     y = 1 - x[:, 4] / t
@@ -204,9 +217,9 @@ def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = F
             c, *_ = np.linalg.lstsq(X / t[:, None] * w[:, None], y * w, rcond=None)
             c = np.maximum(c, lower)
         w = 1 / np.sqrt(np.maximum(np.abs((X @ c + x[:, 4]) / t - 1), 0.02))
-    extra = dict(zip([5, 6, 7, 8, 9], [0.0] * 5)) | {j: float(v) for j, v in zip(cols[4:], c[4:])}
+    extra = dict(zip([5, 6, 7, 8, 9, 10], [0.0] * 6)) | {j: float(v) for j, v in zip(cols[4:], c[4:])}
     return MoeFit(float(c[0]), float(1 / c[1]), float(1 / c[2]), float(1 / c[3]), len(t), extra[5], extra[6], extra[7],
-                  extra[8], 1 / extra[9] if extra[9] else 0.0)
+                  extra[8], 1 / extra[9] if extra[9] else 0.0, extra[10])
 
 
 def bounded_lstsq(a: np.ndarray, y: np.ndarray, lower: np.ndarray) -> np.ndarray:
@@ -235,7 +248,8 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
     (``expert_s``, where fitted) and L_u (``touched_s``, where fitted: each GEMM streams the same U experts,
     ``efficiency.touched_setup_s``) split over the two grouped GEMMs, L_t (``token_s``, where fitted) on the routed
     rows' class (``efficiency.token_setup_s``: paid by the op that states the layer's tokens, the combine), the router's
-    PyTorch top-k (where fitted) as ``moe_router.<dtype>`` (its L_r and η_r); ``m_block``
+    PyTorch top-k (where fitted) as ``moe_router.<dtype>`` (its L_r and η_r), c_k (``unaligned_k``, where fitted) on
+    the grouped GEMMs whole: the law adds it to the one whose K is unaligned (``serving.step.unaligned_down``); ``m_block``
     where the fit padded the rows (``terms``): the law pads them the same way (``models.serving.step.blocked_rows``)."""
     gemm = {"eta_max": round(f.eta_compute, 4), "m_half": 0.0, "nk_half": 0.0, "streamed": round(f.eta_stream, 4),
             "serial": 1.0, "latency_s": float(f"{f.latency_s / 2:.4g}")}
@@ -243,6 +257,8 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
         gemm["expert_s"] = float(f"{f.expert_s / 2:.4g}")
     if f.touched_s:
         gemm["touched_s"] = float(f"{f.touched_s / 2:.4g}")
+    if f.unaligned_k:
+        gemm["unaligned_k"] = float(f"{f.unaligned_k:.4g}")
     if m_block:
         gemm["m_block"] = m_block
     rows = {"memory": round(f.eta_rows, 4), "latency_s": 0.0}
@@ -255,9 +271,10 @@ def kernels(f: MoeFit, dtype: str, m_block: str | None = None) -> dict:
 
 
 def predict_s(f: MoeFit, x: np.ndarray) -> np.ndarray:
-    router = f.router_s * x[:, 8] + x[:, 9] / f.router_eta if f.router_eta else 0.0     # (``terms``' last two)
+    router = f.router_s * x[:, 8] + x[:, 9] / f.router_eta if f.router_eta else 0.0     # (``terms``' columns 8, 9)
     return (f.latency_s + x[:, 1] / f.eta_stream + x[:, 2] / f.eta_compute + x[:, 3] / f.eta_rows + x[:, 4]
-            + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7] + router)
+            + f.expert_s * x[:, 5] + f.token_s * x[:, 6] + f.touched_s * x[:, 7] + router
+            + (f.unaligned_k * x[:, 10] if f.unaligned_k else 0.0))
 
 
 CASE = ("topk", "num_experts", "moe_tp_size", "moe_ep_size")     # what a layer shape fixes beyond its tuning key

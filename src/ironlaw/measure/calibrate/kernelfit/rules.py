@@ -876,3 +876,16 @@ def pair_kernel(framework: str, dtype: str, gpu: str) -> str | None:
     if holds(MOE_PAIRS_MARLIN, (framework, dtype), gpu):
         return "marlin"
     return "triton" if holds(MOE_PAIRS, (framework, dtype), gpu) else None
+# (framework, ironlaw dtype) -> the GPUs whose Triton fused-MoE class is fitted with c_k, the down GEMM's extra
+# seconds per second of its weights and FLOPs (at η = 1) on rows whose inter/TP is not a multiple of 16
+# (``moefit.fit`` per_unaligned, stored as the grouped GEMMs' ``unaligned_k``, priced by
+# ``serving.step.unaligned_down``). vLLM's and SGLang's ``fused_moe_kernel`` take the down GEMM's K = inter/TP as the
+# row stride of its activation rows and of w2 ([E, hidden, inter/TP]); Triton's JIT specializes an integer argument
+# on divisibility by 16, so an unaligned K leaves the loads of A and B along K unvectorized
+# (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's fused_moe_triton/fused_moe_triton_kernels.py,
+# ``fused_moe_kernel``, ``invoke_fused_moe_kernel``; ``core.routing.TRITON_K_ALIGN``). aiconfigurator-core 0.12.0's
+# H200 vLLM 0.24.0 bf16 rows: 2,688 × 1,856, 128 experts top-6, 16,384 tokens, 1.59 ms at MoE TP 4 (inter/TP 464)
+# and 3.34 ms at TP 8 (232). Kept where the held-out median and p90 (docs/accuracy.md, "The fused-MoE layer
+# of vLLM and SGLang"): neither rises, one falls; not on L40S (bf16: c_k 0; fp8: median up) nor SGLang's MXFP4 (c_k 0)
+MOE_UNALIGNED_K = {("vllm", "bf16"): ("a100", "h100", "h200"),
+                   ("sglang", "bf16"): ("a100", "h100", "h200")}

@@ -54,7 +54,7 @@ from .constants import CUDA_GRAPH_BATCHES, FIT_HOST_LINEAR_S, ServingConstants, 
 from .graph import build, is_head, scale_class, scaled, step_graph, with_kv, with_kv_dtype
 from .host import HostStep, bottleneck, charged_s, host_floor_s, host_launches, host_step, launches, piecewise
 from .moe import (GROUPED_GEMM, MOE_ROUTER, MOE_ROWS, ROUTED_ROLES, blocked_rows, fitted_moe, grouped, moe_kernels,
-                  on_router, on_table_rows, scaled_moe)
+                  on_router, on_table_rows, scaled_moe, unaligned_down)
 from .run import EngineRun, graph_seconds, padded, priced, step_seconds
 
 __all__ = [
@@ -65,5 +65,5 @@ __all__ = [
     "host_floor_s", "host_launches", "host_step", "is_head", "kernel_terms", "launches", "modelopt", "moe_kernels",
     "on_router", "on_table_rows", "padded", "piecewise", "priced", "routed_weight_bytes", "scale_class", "scaled",
     "scaled_moe", "step_graph", "step_seconds", "stored_bytes_per_param", "stored_weight_bytes", "trtllm_allreduce",
-    "unquantized_weight_bytes", "with_kv", "with_kv_dtype",
+    "unaligned_down", "unquantized_weight_bytes", "with_kv", "with_kv_dtype",
 ]

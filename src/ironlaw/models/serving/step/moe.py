@@ -1,7 +1,7 @@
 """The routed experts of a served step on the device's fitted MoE kernel classes: the classes' names, the
 calibration's fitted MoE tables (``fitted_moe``, ``scaled_moe``), the classes an expert dtype runs on
 (``moe_kernels``) and the op rewrites that put a step's routed ops on them (``grouped``, ``blocked_rows``,
-``on_table_rows``, ``on_router``)."""
+``unaligned_down``, ``on_table_rows``, ``on_router``)."""
 from __future__ import annotations
 
 import copy
@@ -82,6 +82,34 @@ def on_table_rows(op, hw, meta: dict, tokens):
     from ...dispatcher import local_experts
     gathered = np.asarray(tokens, float) * float(meta.get("experts_per_token", 0.0))
     return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
+
+
+def unaligned_down(op, hw):
+    """A routed GEMM on a grouped-GEMM class with ``unaligned_k`` (c_k, measure/calibrate/moefit.py per_unaligned)
+    whose K is not a multiple of ``core.routing.TRITON_K_ALIGN`` — the down GEMM where inter/TP is unaligned —
+    with c_k·(W/BW + F/P) more seconds (W its weight bytes, F its FLOPs as the fit counts them: over ``eta_scale``'s
+    padded rows), carried as a lower compute η: ``eta_scale`` × F/(P·η_c·s) over that plus the extra, η_c the class's
+    ``eta_max``, P the op's dtype peak, BW the device tier's. Triton's JIT compiles the K stride of vLLM's and
+    SGLang's ``fused_moe_kernel`` as divisible by 1 there, and the loads of A and w2 along K are not vectorized
+    (``core.routing.TRITON_K_ALIGN``). Any other op as it is. Applied to the sharded step (``run.priced``: K is
+    inter/TP after ``parallel.tp_shard``), the serving engines' (vLLM, SGLang) classes holding ``unaligned_k``."""
+    if op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs or hw.calibration is None:
+        return op
+    p = (hw.calibration.kernel or {}).get(op.attrs.get("kernel", ""), {})
+    c_k = float(p.get("unaligned_k", 0.0))
+    import numpy as np
+
+    from ....core.routing import unaligned
+    if not c_k or not unaligned(op.attrs["nk"][1]) or op.dtype not in hw.peak_flops:
+        return op
+    s = np.asarray(op.eta_scale, float)
+    flops = np.asarray(op.flops, float) / s                                  # the padded rows' FLOPs
+    peak, bw = hw.peak(op.dtype), hw.memory[hw.device_tier].bw_Bps
+    base = flops / (peak * float(p.get("eta_max", 1.0)))
+    extra = c_k * (np.asarray(op.bytes.get("weights", 0.0), float) / bw + flops / peak)
+    o = copy.copy(op)
+    o.eta_scale = np.where(base > 0, s * base / np.maximum(base + extra, 1e-30), s)
+    return o
 
 
 def on_router(op, hw, meta: dict, gemm: str):

@@ -12,7 +12,7 @@ from .collectives import engine_collectives
 from .constants import CUDA_GRAPH_BATCHES, ServingConstants
 from .graph import is_head, scaled, step_graph
 from .host import charged_s, host_step, launches
-from .moe import GROUPED_GEMM, grouped, moe_kernels, on_router, on_table_rows
+from .moe import GROUPED_GEMM, grouped, moe_kernels, on_router, on_table_rows, unaligned_down
 
 
 def padded(batch: int, largest: int, sizes: tuple = CUDA_GRAPH_BATCHES) -> int:
@@ -107,6 +107,7 @@ def priced(run: EngineRun, g: Graph, eager: bool, sequences: float, prompts: flo
     where the executor runs serially (``HostStep.step_s``), plus ``step_s``. The
     step's graph keeps its ``HostStep`` (meta ``host``)."""
     from ....law import law
+    g.ops = [unaligned_down(op, run.law_hw) for op in g.ops]     # K as the shard runs it
     g.meta.update(eager=eager, launches=launches(g))
     est = law.predict(g, run.law_hw)
     g.meta["host"] = host_step(run, g, eager, sequences, prompts)
