@@ -6,6 +6,7 @@
                                                            # on its H100 rows (nothing stored), leave-one-model-out
     python benchmarks/vllm_sglang_published.py --mxfp4     # … and the gpt-oss rows the summary leaves out, priced
                                                            # in the checkpoint's format (MXFP4 experts), apart
+    python benchmarks/vllm_sglang_published.py --latency   # … and the capped-concurrency (latency) runs, apart
 
 Source: tests/data/vllm_sglang_gpustack_perflab.csv (gpustack/gpustack docs/performance-lab, Apache-2.0; its header
 names the commit, the client command and which results were kept). Each row is one ``vllm bench serve`` run against
@@ -35,7 +36,11 @@ Hopper, TP above the KV heads) are printed with the reason (the CSV's ``modelled
 Error = predicted / published tokens/s − 1 (positive: ironlaw too fast). ``--mxfp4`` prices the gpt-oss rows
 (MXFP4 experts on Hopper, which the summary leaves out) with no --dtype, so that ``serve`` stores the routed experts
 as the checkpoint does (MXFP4, weight-only in bf16: ``serving.step.StoredExperts``), beside the same rows with every
-weight in bf16 (``dtype="bf16"``); scored apart, never in the summary's groups.
+weight in bf16 (``dtype="bf16"``); scored apart, never in the summary's groups. ``--latency`` prices the runs at
+``--max-concurrency C`` (dataset ``sharegpt-concurrency-C``: C streams, each running its N / C requests one after
+another) through ``ironlaw.serve(..., concurrency=C)`` without max_throughput: duration N / C × the request's
+latency at the mean lengths; their steps carry a few sequences, so they check the small-batch step the throughput
+rows hide. Scored apart, never in the summary's groups.
 """
 from __future__ import annotations
 
@@ -129,6 +134,37 @@ def print_mxfp4(rows: list[dict]) -> None:
         mag = [abs(r["err"]) for r in rows]
         print(f"{len(rows)} rows: median |err| {100 * statistics.median(mag):.1f}% (MXFP4 experts), "
               f"{100 * statistics.median(abs(r['err_bf16']) for r in rows):.1f}% (all bf16)")
+
+
+LATENCY = "sharegpt-concurrency-"   # the dataset name of a run at --max-concurrency C
+
+
+def latency_rows(rows: list[dict] | None = None) -> list[dict]:
+    """The capped-concurrency runs, each with ``concurrency``, ``pred`` (total tokens/s: N requests in C streams,
+    each stream's requests back to back at ``ironlaw.serve``'s request latency), ``itl_s`` and ``err``."""
+    import ironlaw
+    out = []
+    for r in rows if rows is not None else load():
+        if not r["dataset"].startswith(LATENCY):
+            continue
+        c = int(r["dataset"].removeprefix(LATENCY))
+        spec = CHECKPOINTS.get((r["model"], r["dtype"]), SPECS[r["model"]])
+        est = ironlaw.serve(spec, r["gpu"], prompt=r["prompt"], output=r["output"], concurrency=c, tp=r["tp"],
+                            dtype=r["dtype"], kv_dtype="bf16", engine=r["framework"]).estimate
+        duration_s = r["num_prompts"] / c * est.request_latency_s
+        pred = r["num_prompts"] * (r["prompt"] + r["output"]) / duration_s
+        out.append(dict(r, concurrency=c, pred=pred, itl_s=est.itl_s, err=pred / r["total_tok_s"] - 1.0))
+    return out
+
+
+def print_latency(rows: list[dict]) -> None:
+    print("\ncapped-concurrency (latency) runs, not in the summary: C streams of back-to-back requests")
+    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'C':>2} {'ISL':>5} {'OSL':>4} {'N':>4} "
+          f"{'published':>9} {'ironlaw':>8} {'ITL ms':>7} {'error':>7}")
+    for r in rows:
+        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['concurrency']:>2} "
+              f"{r['prompt']:>5} {r['output']:>4} {r['num_prompts']:>4} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
+              f"{1e3 * r['itl_s']:>7.2f} {100 * r['err']:>+6.1f}%")
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -256,6 +292,7 @@ def main() -> int:
     ap.add_argument("--rows", action="store_true", help="print every row")
     ap.add_argument("--fit", action="store_true", help="what-if: step_s fitted on each framework's H100 rows")
     ap.add_argument("--mxfp4", action="store_true", help="also the gpt-oss (MXFP4-expert) rows, scored apart")
+    ap.add_argument("--latency", action="store_true", help="also the capped-concurrency (latency) runs, scored apart")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     rows = scored()
@@ -282,6 +319,8 @@ def main() -> int:
         what_if(rows)
     if args.mxfp4:
         print_mxfp4(mxfp4_rows())
+    if args.latency:
+        print_latency(latency_rows())
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
     return 0

@@ -133,3 +133,22 @@ def test_accuracy_doc_states_every_priced_row(scored):
     for r in (r for r in scored if r["pred"] is not None):
         cells = f"| {r['pred']:,.0f} | {100 * r['err']:+.1f}% |"
         assert any(line.startswith(f"| {r['row']} | ") and cells in line for line in lines), (r["row"], cells)
+
+
+def test_latency_runs_are_priced_at_their_concurrency_apart_from_the_summary(scored):
+    """A run at --max-concurrency C (dataset sharegpt-concurrency-C) is priced through ``ironlaw.serve`` at that
+    concurrency, without max_throughput: C streams, each running N / C requests back to back; it stays out of the
+    summary's groups, and docs/accuracy.md states its error as the benchmark prints it."""
+    import ironlaw
+    rows = bench.latency_rows()
+    assert [r["row"] for r in rows] == [41]
+    r = rows[0]
+    assert r["concurrency"] == 4 and r["prompt"] == 228 and r["output"] == 213
+    est = ironlaw.serve("deepseek-r1", "h200", prompt=228, output=213, concurrency=4, tp=8, dtype="fp8",
+                        kv_dtype="bf16", engine="vllm").estimate
+    assert r["pred"] == pytest.approx(100 * (228 + 213) / (100 / 4 * est.request_latency_s))
+    assert r["itl_s"] == pytest.approx(est.itl_s)
+    assert r["err"] == pytest.approx(r["pred"] / r["total_tok_s"] - 1.0)
+    assert next(s for s in scored if s["row"] == 41)["err"] is None              # not in the summary's groups
+    doc = " ".join((ROOT / "docs/accuracy.md").read_text().split())        # the paragraph's lines joined
+    assert f"row 41, {100 * r['err']:+.1f}%" in doc
