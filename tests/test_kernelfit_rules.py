@@ -35,7 +35,7 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "SPIKY_GEMMS": ("framework", "dtype"), "WRITTEN_ONCE_OPS": ("op",),
         "FINE_GEMMS": ("framework", "dtype"), "REPLAY_CACHE_OPS": ("op",), "REPLAY_L2": ("gpu",),
         "REPLAY_L2_SOURCE": ("gpu",), "MOE_CROSS_CHECK": ("dtype",), "MOE_CROSS_REFERENCE": ("gpu",),
-        "CARRIED_GEMM": ("gpu",), "CARRIED_GEMM_SOURCE": ("gpu",),
+        "CARRIED_GEMM": ("gpu",), "CARRIED_GEMM_SOURCE": ("gpu",), "ATTENTION_ROWS_OF": ("gpu",),
         "ROTATED_MOE_FRAMEWORKS": ("framework",), "OVERLAP_FLOOR": ("framework", "op"),
         "MOE_WEIGHT_ONLY": ("framework", "dtype"), "MOE_PAIRS": ("framework", "moe_dtype"),
         "MOE_PAIRS_MARLIN": ("framework", "moe_dtype"), "MOE_GROUPED_ROUTING": ("framework",),

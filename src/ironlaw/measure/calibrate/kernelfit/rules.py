@@ -717,6 +717,15 @@ MOE_CROSS_RATIO = 1.10     # above every own-key shape's ratio to its reference 
 CARRIED_GEMM = {"mi325x": ("mi300x", 1519.0 / 1273.0)}
 CARRIED_GEMM_SOURCE = {"mi325x": "AMD's max-achievable FP8 GEMM rates, MI325X 1,519 / MI300X 1,273 TFLOP/s "
                                  "(ROCm blogs, 'Measuring Max-Achievable FLOPs - Part 2')"}
+# GPU -> the GPU whose published attention-kernel throughputs give its flat [efficiency] attention η
+# (``attnshare.share``, benchmarks/amd_attention.py). ROCm/aiter op_tests/cpp/mha/README.md (e4048607; the table since
+# 630f0140, 2025-11-10) lists the BF16 TFLOP/s of its assembly FMHA forward (fmha_v3_fwd) and backward (fmha_v3_bwd, dQ
+# accumulated by bf16 atomics: "a16") on MI300X and MI355X, 47 shapes each causal and not; AMD's MLPerf Training v5.1
+# Llama 2 70B LoRA configs run these kernels under Transformer Engine (config_MI300X_1x8x1.sh, config_MI325X_1x8x1.sh:
+# NVTE_FUSED_ATTN_CK=1, NVTE_CK_USES_FWD_V3=1, NVTE_CK_USES_BWD_V3=1, NVTE_CK_IS_V3_ATOMIC_FP32=0). No MI325X column:
+# it is the MI300X's die (gfx942, 304 CUs) at the same datasheet peaks and takes the MI300X's rows at factor 1; its
+# 1.19x dense-GEMM clock (CARRIED_GEMM) is a GEMM's at the board's power limit, which no attention rate measures
+ATTENTION_ROWS_OF = {"mi300x": "mi300x", "mi325x": "mi300x", "mi355x": "mi355x"}
 # the frameworks whose MoE-layer tables time a fresh copy of the layer's weights at every call, so a row's weights stream
 # from HBM and never from a cache the calls share: their MoE classes are fitted with the weights' η_w at most 1
 # (``moefit.fit`` stream_max, against the 1.5 of the NVIDIA collectors, which replay one copy), solved within the

@@ -1,0 +1,90 @@
+"""AMD Instinct attention η measured from ROCm/aiter's published FMHA throughputs.
+
+    python benchmarks/amd_attention.py            # print the shares per GPU
+    python benchmarks/amd_attention.py --write    # and rewrite [efficiency] attention of mi300x, mi325x, mi355x
+
+tests/data/aiter_kernels/attention/mha_asm_bf16.csv: ROCm/aiter's op_tests/cpp/mha/README.md (AMD, MIT) at e4048607,
+"the asm kernel performance of the attention forwards and attention backwards" (BF16, BSHD, batch mode), one row per
+GPU, phase and shape: batch 1/4/8, 32 or 64 query heads on 4 or 8 KV heads, head dim 128, 1,024 to 16,384 tokens
+(seqlen_q = seqlen_kv), causal or not; TFLOP/s forward, backward with dQ accumulated by bf16 atomics (a16) and by fp32
+atomics (a32). The FLOP counts are the law's: the harness counts 4·d per (query, key) pair and head forward,
+10·d backward (op_tests/cpp/mha/benchmark_mha_fwd.cpp / benchmark_mha_bwd.cpp, ``flop``), and the causal rows are
+halved in the table (the harness printed full s² at a83421be, when the table was added; the causal entries carry the
+third decimal a halved two-decimal printout gives). Per GPU (``kernelfit.rules.ATTENTION_ROWS_OF``): the medians
+of achieved ÷ the catalog's BF16 datasheet peak, forward, backward a16 (the kernels AMD's MLPerf LoRA configs run),
+and the forward + backward blend at 1 : 2.5 FLOPs (``ironlaw.measure.calibrate.attnshare``), which --write stores.
+No end-to-end result is fitted.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG = ROOT / "src" / "ironlaw" / "machine" / "catalog"
+DATA = ROOT / "tests" / "data" / "aiter_kernels" / "attention" / "mha_asm_bf16.csv"
+BACKWARD = "backward_a16"
+ORIGIN = ("ROCm/aiter e4048607 (AMD, MIT), op_tests/cpp/mha/README.md, asm FMHA v3 forward and backward (a16) BF16 "
+          "TFLOP/s, 47 shapes causal and not, head dim 128, 1,024-16,384 tokens (tests/data/aiter_kernels/attention/"
+          "mha_asm_bf16.csv)")
+CLAUSE = "; attention measured: "
+
+
+def main() -> int:
+    from ironlaw.core.errors import IronlawError
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="rewrite [efficiency] attention of the GPUs shown")
+    args = ap.parse_args()
+    try:
+        out = shares()
+    except IronlawError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{'GPU':7s} {'rows of':7s} {'shapes':>6} {'forward':>8} {'bwd a16':>8} {'step η':>7}  (median achieved ÷ "
+          f"BF16 datasheet peak; step: forward + backward at 1 : 2.5 FLOPs)")
+    for gpu, s in out.items():
+        print(f"{gpu:7s} {s.gpu:7s} {s.shapes:6d} {s.forward:8.3f} {s.backward:8.3f} {s.step:7.3f}")
+    if args.write:
+        for gpu, s in out.items():
+            write(gpu, s)
+            print(f"wrote {CATALOG / (gpu + '.toml')}")
+    return 0
+
+
+def shares() -> dict:
+    """GPU -> attnshare.AttentionShare of the GPU whose rows measure it (rules.ATTENTION_ROWS_OF)."""
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import attnshare
+    from ironlaw.measure.calibrate.kernelfit import rules
+    rows = attnshare.read(DATA)
+    return {gpu: attnshare.share(rows, src, hardware.get(src).peak("bf16"), BACKWARD)
+            for gpu, src in rules.ATTENTION_ROWS_OF.items()}
+
+
+def clause(gpu: str, s) -> str:
+    """The [efficiency] source's sentence on attention."""
+    own = "" if s.gpu == gpu else (f"the {s.gpu}'s rows (the same die and datasheet peaks; kernelfit.rules."
+                                   f"ATTENTION_ROWS_OF), ")
+    return (f"{CLAUSE}{own}the median over {s.shapes} shapes of the forward + backward blend at 1 : 2.5 FLOPs of the "
+            f"achieved share of the BF16 datasheet peak (forward {s.forward:.3f}, backward {s.backward:.3f} medians) "
+            f"in {ORIGIN} (python benchmarks/amd_attention.py --write)")
+
+
+def write(gpu: str, s) -> None:
+    """Rewrite ``attention`` and the attention sentence of ``source`` in the [efficiency] table of ``gpu``'s file."""
+    path = CATALOG / f"{gpu}.toml"
+    head, sep, rest = path.read_text().partition("\n[efficiency]\n")
+    body, nxt, tail = rest.partition("\n[")
+    body, n = re.subn(r"^attention = .*$", f"attention = {s.step:.3f}", body, count=1, flags=re.M)
+    m = re.search(r'^source = "(.*)"$', body, flags=re.M)
+    if n != 1 or m is None:
+        raise SystemExit(f"{path}: [efficiency] has no 'attention' or 'source' line")
+    text = m.group(1).split(CLAUSE)[0] + clause(gpu, s).replace('"', "'")
+    body = body[:m.start(1)] + text + body[m.end(1):]
+    path.write_text(head + sep + body + nxt + tail)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
