@@ -2,6 +2,7 @@
 
     python benchmarks/amd_attention.py            # print the shares per GPU
     python benchmarks/amd_attention.py --write    # and rewrite [efficiency] attention of mi300x, mi325x, mi355x
+    python benchmarks/amd_attention.py --extract AITER_CLONE   # rewrite the data file from a clone of ROCm/aiter
 
 tests/data/aiter_kernels/attention/mha_asm_bf16.csv: ROCm/aiter's op_tests/cpp/mha/README.md (AMD, MIT) at e4048607,
 "the asm kernel performance of the attention forwards and attention backwards" (BF16, BSHD, batch mode), one row per
@@ -18,7 +19,9 @@ No end-to-end result is fitted.
 from __future__ import annotations
 
 import argparse
+import csv
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,8 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "src" / "ironlaw" / "machine" / "catalog"
 DATA = ROOT / "tests" / "data" / "aiter_kernels" / "attention" / "mha_asm_bf16.csv"
 BACKWARD = "backward_a16"
+COMMIT = "e4048607a535ace3a2b51ded31b1c8c2d45c0879"
+README = "op_tests/cpp/mha/README.md"
+PHASES = {"FWD": "forward", "BWD-a16": "backward_a16", "BWD-a32": "backward_a32"}   # the table's column groups
 ORIGIN = ("ROCm/aiter e4048607 (AMD, MIT), op_tests/cpp/mha/README.md, asm FMHA v3 forward and backward (a16) BF16 "
-          "TFLOP/s, 47 shapes causal and not, head dim 128, 1,024-16,384 tokens (tests/data/aiter_kernels/attention/"
+          "TFLOP/s, 47 shapes each causal and not, head dim 128, 1,024-16,384 tokens (tests/data/aiter_kernels/attention/"
           "mha_asm_bf16.csv)")
 CLAUSE = "; attention measured: "
 
@@ -36,8 +42,12 @@ def main() -> int:
     from ironlaw.core.errors import IronlawError
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="rewrite [efficiency] attention of the GPUs shown")
+    ap.add_argument("--extract", metavar="AITER_CLONE", help=f"rewrite {DATA.relative_to(ROOT)} from a clone of "
+                    f"ROCm/aiter holding commit {COMMIT[:8]} (its {README})")
     args = ap.parse_args()
     try:
+        if args.extract:
+            print(f"wrote {extract(args.extract)} rows to {DATA}")
         out = shares()
     except IronlawError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -51,6 +61,36 @@ def main() -> int:
             write(gpu, s)
             print(f"wrote {CATALOG / (gpu + '.toml')}")
     return 0
+
+
+def extract(clone: str) -> int:
+    """Rewrite DATA from the performance table of README at COMMIT in ``clone``; the number of rows written."""
+    from ironlaw.core.errors import IronlawError
+    try:
+        text = subprocess.run(["git", "-C", clone, "show", f"{COMMIT}:{README}"], capture_output=True, text=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise IronlawError(f"{clone}: cannot read {README} at {COMMIT[:8]} ({e})") from None
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+             if line.startswith("|")]
+    head = next((i for i, c in enumerate(cells) if c[:2] == ["batch", "q_nheads"]), None)
+    if head is None:
+        raise IronlawError(f"{README} at {COMMIT[:8]}: no performance table (a 'batch | q_nheads' header)")
+    groups, gpus = cells[head][7:], cells[head + 2][7:]
+    phase = [PHASES[g.split("(")[0]] if g else "" for g in groups]
+    for i in range(1, len(phase)):                                # a group's name spans its blank cells
+        phase[i] = phase[i] or phase[i - 1]
+    rows = []
+    for c in cells[head + 3:]:
+        if len(c) != len(cells[head]) or not c[0].isdigit():
+            break
+        rows += [[gpu.lower(), ph, *c[:7], v] for ph, gpu, v in zip(phase, gpus, c[7:])]
+    with open(DATA, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["device", "phase", "batch", "q_heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim",
+                    "causal", "tflops"])
+        w.writerows(sorted(rows, key=lambda r: (r[0], r[1])))
+    return len(rows)
 
 
 def shares() -> dict:
