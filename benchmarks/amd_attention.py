@@ -13,7 +13,8 @@ atomics (a32). The FLOP counts are the law's: the harness counts 4·d per (query
 halved in the table (the harness printed full s² at a83421be, when the table was added; the causal entries carry the
 third decimal a halved two-decimal printout gives). Per GPU (``kernelfit.rules.ATTENTION_ROWS_OF``): the medians
 of achieved ÷ the catalog's BF16 datasheet peak, forward, backward a16 (the kernels AMD's MLPerf LoRA configs run),
-and the forward + backward blend at 1 : 2.5 FLOPs (``ironlaw.measure.calibrate.attnshare``), which --write stores.
+and the forward + backward blend at 1 : 2.5 FLOPs (``ironlaw.measure.calibrate.attnshare``), which --write stores,
+over the shapes of 4,096 tokens or more (``carry.ATTENTION_MIN``: where compute binds, as NVIDIA's attention η).
 No end-to-end result is fitted.
 """
 from __future__ import annotations
@@ -71,6 +72,19 @@ def extract(clone: str) -> int:
                               check=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         raise IronlawError(f"{clone}: cannot read {README} at {COMMIT[:8]} ({e})") from None
+    rows = parse(text)
+    with open(DATA, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["device", "phase", "batch", "q_heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim",
+                    "causal", "tflops"])
+        w.writerows(sorted(rows, key=lambda r: (r[0], r[1])))
+    return len(rows)
+
+
+def parse(text: str) -> list[list[str]]:
+    """The rows (device, phase, the shape, TFLOP/s) of the performance table in aiter's mha README ``text``: its
+    header row names the column groups (FWD, BWD-a16, BWD-a32), the third row the GPU of each column."""
+    from ironlaw.core.errors import IronlawError
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
              if line.startswith("|")]
     head = next((i for i, c in enumerate(cells) if c[:2] == ["batch", "q_nheads"]), None)
@@ -85,21 +99,16 @@ def extract(clone: str) -> int:
         if len(c) != len(cells[head]) or not c[0].isdigit():
             break
         rows += [[gpu.lower(), ph, *c[:7], v] for ph, gpu, v in zip(phase, gpus, c[7:])]
-    with open(DATA, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["device", "phase", "batch", "q_heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim",
-                    "causal", "tflops"])
-        w.writerows(sorted(rows, key=lambda r: (r[0], r[1])))
-    return len(rows)
+    return rows
 
 
 def shares() -> dict:
     """GPU -> attnshare.AttentionShare of the GPU whose rows measure it (rules.ATTENTION_ROWS_OF)."""
     from ironlaw.machine import hardware
-    from ironlaw.measure.calibrate import attnshare
+    from ironlaw.measure.calibrate import attnshare, carry
     from ironlaw.measure.calibrate.kernelfit import rules
     rows = attnshare.read(DATA)
-    return {gpu: attnshare.share(rows, src, hardware.get(src).peak("bf16"), BACKWARD)
+    return {gpu: attnshare.share(rows, src, hardware.get(src).peak("bf16"), BACKWARD, carry.ATTENTION_MIN["isl"])
             for gpu, src in rules.ATTENTION_ROWS_OF.items()}
 
 
@@ -107,7 +116,8 @@ def clause(gpu: str, s) -> str:
     """The [efficiency] source's sentence on attention."""
     own = "" if s.gpu == gpu else (f"the {s.gpu}'s rows (the same die and datasheet peaks; kernelfit.rules."
                                    f"ATTENTION_ROWS_OF), ")
-    return (f"{CLAUSE}{own}the median over {s.shapes} shapes of the forward + backward blend at 1 : 2.5 FLOPs of the "
+    return (f"{CLAUSE}{own}the median over the {s.shapes} shapes of 4,096 tokens or more (carry.ATTENTION_MIN) "
+            f"of the forward + backward blend at 1 : 2.5 FLOPs of the "
             f"achieved share of the BF16 datasheet peak (forward {s.forward:.3f}, backward {s.backward:.3f} medians) "
             f"in {ORIGIN} (python benchmarks/amd_attention.py --write)")
 

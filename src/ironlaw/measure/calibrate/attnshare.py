@@ -8,7 +8,9 @@ attention sustains per shape on a GPU, the share of the catalog's datasheet peak
     step(shape) = (1 + B) / (1 / share_forward + B / share_backward),   B = BACKWARD_FLOPS
 
 ``step`` is the η that prices one shape's forward and backward together at the law's FLOP counts (the backward
-runs ``B`` times the forward's FLOPs), and the device's η is its median over the published shapes. The counts
+runs ``B`` times the forward's FLOPs), and the device's η is its median over the published shapes where compute
+binds: ``min_tokens`` keys or more, the caller's bound (``carry.ATTENTION_MIN``, which NVIDIA's attention η is
+carried on too); shorter shapes pay launch and ramp costs the law's fixed latency prices, not η. The counts
 must be the law's: 4·head_dim FLOPs per (query, key) pair and query head forward, 2.5× that backward, and a
 causal shape's pairs halved (``workloads.transformer``'s op conventions); ``read`` takes rows already on them.
 """
@@ -46,11 +48,13 @@ def read(path: str | Path) -> list[dict]:
     return rows
 
 
-def share(rows: list[dict], gpu: str, peak_flops: float, backward: str, dtype: str = "bf16") -> AttentionShare:
-    """``gpu``'s shares of ``peak_flops`` over the shapes it has both a forward and a ``backward`` row for."""
+def share(rows: list[dict], gpu: str, peak_flops: float, backward: str, min_tokens: int = 0,
+          dtype: str = "bf16") -> AttentionShare:
+    """``gpu``'s shares of ``peak_flops`` over the shapes of ``min_tokens`` keys or more it has both a forward and a
+    ``backward`` row for."""
     def by_shape(phase: str) -> dict:
         return {tuple(r[k] for k in SHAPE): float(r["tflops"]) * 1e12 / peak_flops
-                for r in rows if r["device"] == gpu and r["phase"] == phase}
+                for r in rows if r["device"] == gpu and r["phase"] == phase and int(r["seqlen_kv"]) >= min_tokens}
     fwd, bwd = by_shape("forward"), by_shape(backward)
     both = sorted(set(fwd) & set(bwd))
     if not both:
