@@ -10,7 +10,7 @@ attention sustains per shape on a GPU, the share of the catalog's datasheet peak
 ``step`` is the η that prices one shape's forward and backward together at the law's FLOP counts (the backward
 runs ``B`` times the forward's FLOPs), and the device's η is its median over the published shapes where compute
 binds: ``min_tokens`` keys or more, the caller's bound (``carry.ATTENTION_MIN``, which NVIDIA's attention η is
-carried on too); shorter shapes pay launch and ramp costs the law's fixed latency prices, not η. The counts
+carried on too); a flat η prices shorter shapes, whose kernels ramp up, too fast. The counts
 must be the law's: 4·head_dim FLOPs per (query, key) pair and query head forward, 2.5× that backward, and a
 causal shape's pairs halved (``workloads.transformer``'s op conventions); ``read`` takes rows already on them.
 """
