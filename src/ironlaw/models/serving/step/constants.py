@@ -84,6 +84,8 @@ class ServingConstants:
     framework_moe: str = ""     # vLLM, SGLang: the framework whose own kernel tables time its fused-MoE layer
     own_moe: tuple = ()         # … the expert formats they time it in (``machine.engines.EngineKernels.moe``): a
                                 # routed layer TP shards runs on it (``expertcarry.tp_layer``); (): none
+    mla_bmm_half: bool = False  # MLA's per-head decode products (``attention.q_absorb``, ``attention.v_up``) in
+                                # bf16 whatever the checkpoint's dtype (vLLM: ``checkpoint.half_mla_bmm``)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the
