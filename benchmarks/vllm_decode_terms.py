@@ -11,7 +11,8 @@ one layer and the step, beside what aiconfigurator-core 0.12.0's vLLM tables on 
                     kernel and o_proj, replayed as a CUDA graph: collector/vllm/collect_mla_module.py), 16 heads
                     (128 / TP 8), batch 4, bf16 KV, fp8_block GEMMs, interpolated in the cached length
     its BMMs        mla_bmm (mla_gen_pre / mla_gen_post, bf16), 4 tokens, 16 heads
-    TP all-reduce   custom_allreduce (vLLM's custom all-reduce, vllm_graph rows), 8 GPUs, 4 × 7168 × 2 bytes
+    TP all-reduce   custom_allreduce (vLLM's tensor_model_parallel_all_reduce, vllm_graph rows), 8 GPUs, 4 × 7168
+                    bf16 elements (its message_size counts elements), interpolated in log size
     router          gemm bf16 (vLLM's gate is unquantized), [4, 7168] × [7168, 256]
     routed experts  moe (fused MoE, fp8_block, moe_tp_size 8, EP 1, balanced), 4 tokens
     shared expert   gemm fp8 (per-tensor CUTLASS, the table's nearest device-time class at M = 4), [4, 7168] ×
@@ -96,10 +97,10 @@ def table_terms(data: Path, context: int) -> dict:
                             f"bf16 KV, fp8_block GEMMs, {context} cached")
     ar = pd.read_parquet(d / "comm/vllm/0.24.0/custom_allreduce_perf.parquet")
     ar = ar[(ar.num_gpus == TP) & (ar.backend == "vllm_graph")].sort_values("message_size")
-    nbytes = BATCH * HIDDEN * 2
-    at = np.interp(np.log(nbytes), np.log(ar.message_size.astype(float)), ar.latency)
+    elements = BATCH * HIDDEN             # message_size counts bf16 elements (collector/collect_all_reduce.py)
+    at = np.interp(np.log(elements), np.log(ar.message_size.astype(float)), ar.latency)
     out["TP all-reduce"] = (float(at) * 1e3,
-                            f"custom_allreduce vllm_graph, {TP} GPUs, {nbytes:,} bytes")
+                            f"custom_allreduce vllm_graph, {TP} GPUs, {elements:,} bf16 elements")
     g = pd.read_parquet(d / "gemm/vllm/0.24.0/gemm_perf.parquet")
     def gemm(dtype, n, k):
         r = g[(g.gemm_dtype == dtype) & (g.m == BATCH) & (g.n == n) & (g.k == k)]
