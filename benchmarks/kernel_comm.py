@@ -67,7 +67,29 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
                 med = rows.groupby("message_size")["latency_s"].median()
                 curves[(t.gpu, TRTLLM, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
                                                          med.to_numpy(float))
+    for path in newest_vllm(root):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            rows = t.rows[t.rows["backend"] == VLLM_GRAPH] if "backend" in t.rows.columns else t.rows[:0]
+            if t.gpu not in meta or rows.empty:
+                continue
+            meta[t.gpu] += (("vllm", str(path.relative_to(root)), t.version),)
+            for p, r in rows.groupby("num_gpus"):
+                med = r.groupby("message_size")["latency_s"].median()
+                curves[(t.gpu, VLLM, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
+                                                       med.to_numpy(float))
     return curves, meta
+
+
+def newest_vllm(data: Path) -> list[Path]:
+    """Per system folder of ``data``, its newest comm/vllm/<version>/custom_allreduce_perf table."""
+    def version(p: Path) -> tuple:
+        return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
+    out = []
+    for system in sorted(d for d in data.iterdir() if d.is_dir()):
+        found = sorted(system.glob("comm/vllm/*/custom_allreduce_perf.*"), key=version)
+        if found:
+            out.append(found[-1])
+    return out
 
 
 # a system without NCCL tables: its oneCCL table (Intel GPUs; the same columns, kerneltable's "oneccl" op), the
@@ -115,10 +137,23 @@ def extract(data: Path, out: Path) -> None:
             dest.parent.mkdir(parents=True, exist_ok=True)
             t.rows[[c for c in keys if c in t.rows.columns]].to_csv(dest, index=False, float_format="%.6g")
             print(f"{dest}: {len(t.rows)} rows")
+    keys = keys[:-2] + ["backend", "latency"]
+    for path in newest_vllm(data):
+        for t in kerneltable.read(path, ops=("custom_allreduce",)):
+            rows = t.rows[t.rows["backend"] == VLLM_GRAPH] if "backend" in t.rows.columns else t.rows[:0]
+            if rows.empty:
+                continue
+            dest = out / path.relative_to(data).with_suffix(".csv")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            rows[[c for c in keys if c in rows.columns]].to_csv(dest, index=False, float_format="%.6g")
+            print(f"{dest}: {len(rows)} rows")
 
 
 CUSTOM = "trtllm/1.3.0rc20/custom_allreduce_perf"
 TRTLLM = "allreduce-trtllm"           # machine.network.curves.TRTLLM_ALLREDUCE
+VLLM = "allreduce-vllm"               # machine.network.curves.VLLM_ALLREDUCE
+VLLM_GRAPH = "vllm_graph"             # the rows timed inside a CUDA graph, as vLLM's captured steps run it
+OWN = (TRTLLM, VLLM)                  # the engines' own all-reduce ops, beside NCCL's collectives
 
 
 def nccl_vs_trtllm(curves: dict, fits: dict) -> list[tuple]:
@@ -161,13 +196,15 @@ def score(curves: dict, fits: dict) -> dict:
 
 def network_block(gpu: str, fits: dict, meta: dict) -> str:
     """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
-    where, version, *custom = meta[gpu]
+    where, version, *extra = meta[gpu]
+    custom = [c for c in extra if isinstance(c, str)]                 # TensorRT-LLM's table
+    vllm = next((c[1:] for c in extra if isinstance(c, tuple)), None)  # vLLM's (table, version)
     system = Path(where).parts[0]
     lib, stem = library(where)
     name = f"{lib.lower()} {version} {stem}"
     where = f"systems/data/{Path(where).with_suffix('.parquet')}"
     base = BASE.get(gpu, "default")
-    rows = sum(k for (g, c, _), (_, k) in fits.items() if g == gpu and c != TRTLLM)
+    rows = sum(k for (g, c, _), (_, k) in fits.items() if g == gpu and c not in OWN)
     trt = trt_fit = trt_held = ""
     if custom:
         table = f"systems/data/{Path(custom[0]).with_suffix('.parquet')}"
@@ -178,6 +215,16 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
                f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
         trt_fit = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, even-ranked message sizes"'
         trt_held = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, odd-ranked message sizes"'
+    if vllm:
+        table = f"systems/data/{Path(vllm[0]).with_suffix('.parquet')}"
+        k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == VLLM)
+        trt += (f"; collective {VLLM}: vLLM {vllm[1]}'s tensor-parallel all-reduce "
+                f"(tensor_model_parallel_all_reduce: its custom all-reduce over NVLink peer memory where it takes the "
+                f"message, NCCL otherwise) timed inside a CUDA graph ({VLLM_GRAPH} rows) by {PACKAGE}, {table}, the "
+                f"same lines fitted on every other message size ({k} rows): what vLLM's engine runs a "
+                f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
+        trt_fit += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, even-ranked message sizes"'
+        trt_held += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, odd-ranked message sizes"'
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
               "benchmarks/fit_nccl_a100.py (ironlaw.machine.network.calibration.A100_VIDUR: per-call launch, "
               "per-link efficiency, an InfiniBand ceiling of 19.85 GB/s per node); that cluster's InfiniBand "

@@ -34,8 +34,9 @@ def test_held_out_sizes_meet_the_median_goal_per_gpu_and_collective(fitted):
     curves, _, fits = fitted
     errs = kernel_comm.score(curves, fits)
     half = {k: e for k, e in errs.items() if "int8" not in k[1]}
-    # 9 GPUs × 4 NCCL collectives, B60's 3 oneCCL ones (no all-to-all), 8 GPUs' TensorRT-LLM all-reduce
-    assert len(half) == 36 + 3 + 8
+    # 9 GPUs × 4 NCCL collectives, B60's 3 oneCCL ones (no all-to-all), 8 GPUs' TensorRT-LLM all-reduce, 9 GPUs'
+    # vLLM all-reduce (B60's vLLM table times it eagerly only: no curve)
+    assert len(half) == 36 + 3 + 8 + 9
     for key, e in half.items():
         assert np.median(e) <= 0.08, f"{key}: held-out median {np.median(e):.1%}"
     allh = np.concatenate(list(half.values()))

@@ -24,7 +24,8 @@ own tuning model, src/graph/tuning.cc):
     send/recv         α = launch + h          β = n / B_link   (B_node of the pair when it spans nodes)
 ``allreduce-trtllm`` is TensorRT-LLM's own all-reduce op (curves.py): timed by its measured curve at its own
 group size on one node, else as NCCL's ``allreduce`` (what TensorRT-LLM falls back to without NVLink peer
-access or beyond its workspace). ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
+access or beyond its workspace); ``allreduce-vllm``, vLLM's (its custom all-reduce or NCCL, as it picks), the same
+way. ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
 (curves.py): timed by the device's measured DeepEP curve (its group size, else the nearest measured) on one node,
 else as the ``alltoall`` below (a device without DeepEP tables, a group across nodes: an estimate, not DeepEP's).
 ``alltoall-deepep-ll-dispatch`` / ``-ll-combine`` (DeepEP's low-latency kernels) and ``alltoall-mnnvl-*``
@@ -42,13 +43,13 @@ import numpy as np
 
 from ...core.errors import IronlawError, unknown
 from . import calibration
-from .curves import DEEPEP, DEEPEP_LL, MEASURED_ONLY, MNNVL, TRTLLM_ALLREDUCE, curve_time, nearest
+from .curves import DEEPEP, DEEPEP_LL, MEASURED_ONLY, MNNVL, OWN_ALLREDUCE, curve_time, nearest
 from .topology import Topology, build
 
 COLLECTIVES = {
     "allreduce": "collective", "allreduce-ring": "collective", "allreduce-tree": "collective",
     "allgather": "collective", "reducescatter": "collective", "alltoall": "p2p", "sendrecv": "p2p",
-    TRTLLM_ALLREDUCE: "collective", **{name: "p2p" for name in DEEPEP + DEEPEP_LL + MNNVL},
+    **{name: "collective" for name in OWN_ALLREDUCE}, **{name: "p2p" for name in DEEPEP + DEEPEP_LL + MNNVL},
 }
 
 
@@ -72,7 +73,7 @@ def time_source(hw, name: str, p: int, nodes: int) -> str:
     import re
     own = measured_curve(hw, name, p, nodes)
     cal = calibration.for_hardware(hw)
-    if name == TRTLLM_ALLREDUCE and (nodes != 1 or (name, p) not in cal.curves):
+    if name in OWN_ALLREDUCE and (nodes != 1 or (name, p) not in cal.curves):
         return time_source(hw, "allreduce", p, nodes)
     if own is None:
         if name in MEASURED_ONLY:
@@ -83,7 +84,7 @@ def time_source(hw, name: str, p: int, nodes: int) -> str:
     rows = next((c.get("rows", 0) for c in hw.extra.get("network", {}).get("curve", [])
                  if c.get("collective") == name and c.get("gpus") == size), 0)
     tables = sorted(set(re.findall(r"systems/data/([\w./-]+?)\.parquet", hw.extra.get("network", {}).get("source", ""))))
-    key = "moe_a2a_perf" if name in DEEPEP + DEEPEP_LL else "trtllm_alltoall_perf" if name in MNNVL else ("custom_allreduce_perf" if name == TRTLLM_ALLREDUCE
+    key = "moe_a2a_perf" if name in DEEPEP + DEEPEP_LL else "trtllm_alltoall_perf" if name in MNNVL else ("custom_allreduce_perf" if name in OWN_ALLREDUCE
                                                              else "nccl_perf")
     table = next((t for t in tables if key in t), None)
     at = f"measured at {size} GPUs on one node" + (f", carried to {p} GPUs" if size != p else "")
@@ -154,11 +155,11 @@ def collective_time(name: str, nbytes, topo: Topology, cal=None):
             z = np.zeros_like(n)
             return z, z
         raise IronlawError("sendrecv needs two devices: use --gpus 2 (add --nodes 2 for a pair across nodes)")
-    if name == TRTLLM_ALLREDUCE:
+    if name in OWN_ALLREDUCE:
         own = cal.curves.get((name, p)) if m == 1 else None
         if own is not None:
             return curve_time(own, name, p, n)
-        name = "allreduce"            # no measured TensorRT-LLM curve for this group: its NCCL fallback
+        name = "allreduce"            # no measured curve of the engine's op for this group: its NCCL fallback
     if name in DEEPEP:
         own = nearest(cal.curves, name, p) if m == 1 and cal.curves else None
         if own is not None:

@@ -10,7 +10,7 @@ with ``n`` the message bytes as nccl-tests count them (collectives.py), ``f(p)``
 fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per device in its hardware file:
 
     [[network.curve]]
-    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm |
+    collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm | allreduce-vllm |
                                   # alltoall-deepep-dispatch | alltoall-deepep-combine |
                                   # alltoall-deepep-ll-dispatch | alltoall-deepep-ll-combine
     gpus = 8                      # ranks, all on one node
@@ -35,6 +35,12 @@ from ...core.errors import IronlawError, unknown
 # AUTO: its one-shot/two-shot custom kernels over NVLink peer memory up to the workspace and the strategy table,
 # NCCL beyond; cpp/tensorrt_llm/thop/allreduceOp.cpp ``selectImplementation``), measured as one curve
 TRTLLM_ALLREDUCE = "allreduce-trtllm"
+# vLLM's tensor-parallel all-reduce as its engine runs it inside a captured CUDA graph
+# (vllm/distributed/communication_op.py ``tensor_model_parallel_all_reduce``: its custom all-reduce over NVLink
+# peer memory where the message fits it, NCCL otherwise), measured as one curve: aiconfigurator-core 0.12.0's
+# ``comm/vllm/<version>/custom_allreduce_perf`` tables, vllm_graph rows (benchmarks/kernel_comm.py)
+VLLM_ALLREDUCE = "allreduce-vllm"
+OWN_ALLREDUCE = (TRTLLM_ALLREDUCE, VLLM_ALLREDUCE)   # an engine's own all-reduce op: NCCL's where not measured
 # DeepEP's high-throughput dispatch and combine kernels (the expert exchange of wide EP: each token's rows sent to
 # the ranks of its top-k experts over NVLink peer memory, and the weighted rows summed back), measured per phase as
 # one curve each on the all-to-all's bytes (tokens · top-k · hidden · 2): aiconfigurator-core 0.12.0's
@@ -70,7 +76,7 @@ DEEPEP_LL_MAX_TOKENS = 256        # tokens per rank the measured low-latency row
 # one-byte scale per 16 elements (``hidden_states_sf``, hidden / 16 bytes a row)
 DEEPEP_WIRE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1.0 / 16}
 
-CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", TRTLLM_ALLREDUCE) + DEEPEP + DEEPEP_LL + MNNVL
+CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall") + OWN_ALLREDUCE + DEEPEP + DEEPEP_LL + MNNVL
 CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0

@@ -47,9 +47,10 @@ its KV dtype), ``host`` (the host's launches and work, ``charged_s``), ``collect
 engine runs them), ``runtime`` (TensorRT-LLM's executor: the constants under its C++ runtime) < ``constants`` (``ServingConstants``, ``engine_hw``, ``kernel_terms``) < ``checkpoint`` (the
 weights as the checkpoint stores them), ``moe`` (the routed experts on the fitted MoE kernel classes).
 """
-from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, modelopt,
+from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, half_mla_bmm, modelopt,
                          routed_weight_bytes, stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)
-from .collectives import TRTLLM_TABLE_HIDDEN, engine_collectives, half_collectives, trtllm_allreduce
+from .collectives import (TRTLLM_TABLE_HIDDEN, engine_collectives, half_collectives, own_allreduce, trtllm_allreduce,
+                          vllm_allreduce)
 from .constants import CUDA_GRAPH_BATCHES, FIT_HOST_LINEAR_S, ServingConstants, engine_hw, kernel_terms
 from .graph import build, is_head, scale_class, scaled, step_graph, with_kv, with_kv_dtype
 from .host import HostStep, bottleneck, charged_s, host_floor_s, host_launches, host_step, launches, piecewise
@@ -62,8 +63,9 @@ __all__ = [
     "MOE_ROUTER", "MOE_ROWS", "ROUTED_ROLES", "ServingConstants", "StoredExperts", "TRTLLM_TABLE_HIDDEN",
     "blocked_rows", "bottleneck", "build", "charged_s", "checkpoint_experts",
     "engine_collectives", "engine_hw", "expert_weights", "fitted_moe", "graph_seconds", "grouped", "half_collectives",
+    "half_mla_bmm",
     "host_floor_s", "host_launches", "host_step", "is_head", "kernel_terms", "launches", "modelopt", "moe_kernels",
     "on_router", "on_table_rows", "padded", "piecewise", "priced", "routed_weight_bytes", "scale_class", "scaled",
     "scaled_moe", "step_graph", "step_seconds", "stored_bytes_per_param", "stored_weight_bytes", "trtllm_allreduce",
-    "unaligned_down", "unquantized_weight_bytes", "with_kv", "with_kv_dtype",
+    "unaligned_down", "unquantized_weight_bytes", "with_kv", "with_kv_dtype", "own_allreduce", "vllm_allreduce",
 ]

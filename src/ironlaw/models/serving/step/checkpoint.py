@@ -78,6 +78,25 @@ def modelopt(op, dtype: str):
     return o
 
 
+def half_mla_bmm(op):
+    """An MLA per-head decode product (``attention.q_absorb``, ``attention.v_up``: kernel ``mla_bmm_<dtype>``) as
+    vLLM runs it: on bf16 copies of W_UK and W_UV whatever the checkpoint's dtype, its BMMs in 16 bits
+    (vllm/v1/attention/backends/mla/common.py ``MLACommonImpl.process_weights_after_loading``: kv_b_proj
+    dequantized by ``get_and_maybe_dequant_weights``, "we currently do not have quantized bmm's", then ``torch.bmm``
+    in the decode forward; vllm-project/vllm at 99d7eb5, the v0.11 line). Any other op is returned as it is."""
+    from ....core.gemmshape import mla_bmm_kernel
+    by = dtype_bytes(op.dtype)
+    if not str(op.attrs.get("kernel", "")).startswith("mla_bmm_") or by >= dtype_bytes(HALF):
+        return op
+    o = copy.copy(op)
+    o.dtype = HALF
+    o.attrs = {**op.attrs, "kernel": mla_bmm_kernel(HALF)}
+    o.bytes = dict(op.bytes)
+    if "weights" in o.bytes:
+        o.bytes["weights"] = op.bytes["weights"] * dtype_bytes(HALF) / by
+    return o
+
+
 def unquantized_weight_bytes(meta: dict, dtype: str) -> float:
     """Extra bytes of a ModelOpt checkpoint's bf16 embedding and LM head over ``dtype``."""
     by = dtype_bytes(dtype)

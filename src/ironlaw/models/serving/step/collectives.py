@@ -1,5 +1,6 @@
 """A step's tensor-parallel collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces
-on TensorRT-LLM's own op where the device measures it (``trtllm_allreduce``), both (``engine_collectives``)."""
+on TensorRT-LLM's own op (``trtllm_allreduce``) or vLLM's (``vllm_allreduce``) where the device measures it
+(``own_allreduce``), both (``engine_collectives``)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,23 +36,44 @@ def trtllm_allreduce(g: Graph, hw) -> Graph:
     a model with a wider hidden state (Llama 3.1 405B: 16384) falls outside it and runs NCCL_SYMMETRIC, NCCL's
     all-reduce. The measured table was collected at hidden 4096 (aiconfigurator collector/collect_all_reduce.py,
     ``token_dim``), so inside the table's range the crossover to NCCL is the one measured at that width."""
-    from ....machine.network.calibration import for_hardware
     from ....machine.network.curves import TRTLLM_ALLREDUCE
     if int(g.meta.get("hidden", 0)) > TRTLLM_TABLE_HIDDEN:
         return g
+    return own_allreduce(g, hw, TRTLLM_ALLREDUCE)
+
+
+def vllm_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as vLLM's engine runs them: ``tensor_model_parallel_all_reduce``
+    (vllm/distributed/communication_op.py), which takes its custom all-reduce over NVLink peer memory where the
+    message fits it (vllm/distributed/device_communicators/cuda_communicator.py ``CudaCommunicator.all_reduce``:
+    ``CustomAllreduce.should_custom_ar``) and NCCL otherwise, inside the step's captured CUDA graph. The device's
+    measured curve of that call (collective ``allreduce-vllm``: the collector ran vLLM's own dispatch, its rows timed
+    inside a CUDA graph, benchmarks/kernel_comm.py) times a group on one node that it measures; any other group
+    keeps NCCL's."""
+    from ....machine.network.curves import VLLM_ALLREDUCE
+    return own_allreduce(g, hw, VLLM_ALLREDUCE)
+
+
+def own_allreduce(g: Graph, hw, name: str) -> Graph:
+    """``g`` with each tensor-parallel all-reduce on one node run as the collective ``name`` (an engine's own op)
+    where ``hw`` holds its measured curve at that group size."""
+    from ....machine.network.calibration import for_hardware
     curves = for_hardware(hw).curves
     def own(op) -> bool:
         return (op.kind == "collective" and op.module == "tp" and op.collective == "allreduce"
-                and op.group[1] == 1 and (TRTLLM_ALLREDUCE, int(op.group[0])) in curves)
+                and op.group[1] == 1 and (name, int(op.group[0])) in curves)
     if not any(own(op) for op in g.ops):
         return g
-    ops = [replace(op, collective=TRTLLM_ALLREDUCE) if own(op) else op for op in g.ops]
+    ops = [replace(op, collective=name) if own(op) else op for op in g.ops]
     return Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                  uncounted_ops=dict(g.uncounted_ops))
 
 
 def engine_collectives(run, g: Graph) -> Graph:
     """``g``'s TP collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces on
-    TensorRT-LLM's own op where the constants of ``run`` (an ``EngineRun``) say so (``trtllm_allreduce``)."""
+    TensorRT-LLM's own op (``trtllm_allreduce``) or vLLM's (``vllm_allreduce``) where the constants of ``run`` (an
+    ``EngineRun``) say so."""
     g = half_collectives(g)
-    return trtllm_allreduce(g, run.hw) if run.constants.trtllm_allreduce else g
+    if run.constants.trtllm_allreduce:
+        return trtllm_allreduce(g, run.hw)
+    return vllm_allreduce(g, run.hw) if run.constants.vllm_allreduce else g

@@ -46,6 +46,8 @@ class ServingConstants:
                                 # own and the decode batch after it (SGLang without --enable-mixed-chunk)
     trtllm_allreduce: bool = True  # TP all-reduces on TensorRT-LLM's own all-reduce op where the device
                                    # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
+    vllm_allreduce: bool = False   # TP all-reduces on vLLM's own all-reduce where the device measures it
+                                   # (``own_allreduce``)
     block_tokens: int = 32      # KV-cache block (page) in tokens: a request reserves whole blocks
                                 # (TensorRT-LLM KvCacheConfig.tokens_per_block default 32)
     host_step_s: float = 0.0    # the executor's host seconds per step on the fit's host CPU (scheduling, input
@@ -84,6 +86,8 @@ class ServingConstants:
     framework_moe: str = ""     # vLLM, SGLang: the framework whose own kernel tables time its fused-MoE layer
     own_moe: tuple = ()         # … the expert formats they time it in (``machine.engines.EngineKernels.moe``): a
                                 # routed layer TP shards runs on it (``expertcarry.tp_layer``); (): none
+    mla_bmm_half: bool = False  # MLA's per-head decode products (``attention.q_absorb``, ``attention.v_up``) in
+                                # bf16 whatever the checkpoint's dtype (vLLM: ``checkpoint.half_mla_bmm``)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from ....core.graph import Graph, dtype_bytes
 from ...precision import moe_recipe
-from .checkpoint import StoredExperts, modelopt
+from .checkpoint import StoredExperts, half_mla_bmm, modelopt
 from .collectives import engine_collectives
 from .constants import CUDA_GRAPH_BATCHES, ServingConstants
 from .graph import is_head, scaled, step_graph
@@ -108,6 +108,8 @@ def priced(run: EngineRun, g: Graph, eager: bool, sequences: float, prompts: flo
     step's graph keeps its ``HostStep`` (meta ``host``)."""
     from ....law import law
     g.ops = [unaligned_down(op, run.law_hw) for op in g.ops]     # K as the shard runs it
+    if run.constants.mla_bmm_half:
+        g.ops = [half_mla_bmm(op) for op in g.ops]
     g.meta.update(eager=eager, launches=launches(g))
     est = law.predict(g, run.law_hw)
     g.meta["host"] = host_step(run, g, eager, sequences, prompts)
