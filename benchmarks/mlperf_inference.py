@@ -31,8 +31,8 @@ generated tokens per sample. DeepSeek-R1, Mixtral and Llama-3.1-405B pass; Llama
 length per request (the mean prompt, the run's generated tokens).
 
 ``--what-if`` prices the AMD, H200 NVL, TensorRT-LLM and dataset-lengths rows under twelve what-ifs, storing nothing:
-(1) vLLM at its default gpu_memory_utilization, 0.9, in place of each submission's own (what the rows scored before
---memory-fraction carried it); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it
+(1) vLLM at its default gpu_memory_utilization, 0.9, in place of each submission's own (the rows priced without
+--memory-fraction); (2) vLLM's V0 engine without chunked prefill, as every AMD submission ran it
 (VLLM_USE_V1 0, enable_chunked_prefill False): prompt tokens in steps of their own (``mixed_steps`` False), and AMD's
 Llama-2-70B rows at the decode batch their MLPerf scheduler holds (``DECODE_TARGET``) in place of max_num_seqs; (3) the
 MI325X rows on the MI300X's fitted gfx942 GEMM terms at factor 1, in place of ``kernelfit.rules.CARRIED_GEMM``'s 1.193

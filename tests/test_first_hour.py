@@ -1,4 +1,4 @@
-"""A new user's first hour: the command line's printed lines, the catalog's memory sizes, each wrong before."""
+"""A new user's first hour: the command line's printed lines and the catalog's memory sizes."""
 import re
 import tomllib
 
@@ -8,7 +8,7 @@ from ironlaw.machine import hardware
 
 
 def test_a_printed_line_holding_brackets_prints_as_written(capsys):
-    """emit_lines printed through rich with markup on: "[calibration]" was taken for a style and vanished."""
+    """emit_lines prints markup off: "[calibration]" or "[bold]" is text, not a rich style."""
     from ironlaw.cli.common import emit_lines
     lines = ["store it in [calibration] of my.toml", "x [bold]y[/bold] [kv_cache]"]
     emit_lines(lines, "text")
@@ -16,8 +16,8 @@ def test_a_printed_line_holding_brackets_prints_as_written(capsys):
 
 
 def test_every_memory_tier_but_storage_is_stored_binary():
-    """DRAM, HBM and SRAM sizes are binary (JEDEC JESD100B.01); GB300's Grace share was "236 GB" where GB200's
-    identical share from the same spec table is 236 GiB."""
+    """DRAM, HBM and SRAM sizes are binary (JEDEC JESD100B.01); GB300's and GB200's Grace shares, from the same
+    spec table, are both 236 GiB."""
     decimal = []
     for path in sorted(hardware.CATALOG_DIR.glob("*.toml")):
         for m in tomllib.loads(path.read_text()).get("memory", []):
@@ -33,8 +33,8 @@ def test_every_memory_tier_but_storage_is_stored_binary():
                                                     ("t4", 15360 * 2**20, "15,360 MiB"),
                                                     ("h100-nvl", 99961274368, "99,961,274,368 B")])
 def test_cited_driver_totals_are_the_device_memory(name, total_bytes, cited):
-    """L4, L40S, T4 and H100 NVL cited the totals their drivers report but kept the datasheet's binary size, 6% more
-    memory for the KV cache than the part hands out; H100 and H200 hold theirs."""
+    """L4, L40S, T4 and H100 NVL hold the totals their drivers report, the memory the part hands out, not the
+    datasheet's binary size; H100 and H200 hold theirs."""
     hw = hardware.get(name)
     dev = hw.memory[hw.device_tier]
     assert dev.capacity_bytes == total_bytes
@@ -42,8 +42,8 @@ def test_cited_driver_totals_are_the_device_memory(name, total_bytes, cited):
 
 
 def test_hardware_show_cuts_no_source_at_80_columns(cli):
-    """GB300's host tier source printed "(Megatron-Bridge…" and "cpu_offloading_n…": a word longer than the
-    column was cut; it folds now, every character kept."""
+    """GB300's host tier source holds words longer than its column ("cpu_offloading_num_layers"): they fold onto
+    the next line, every character kept."""
     r = cli("hardware", "show", "gb300", env={"COLUMNS": "80"})
     assert r.rc == 0, r.err
     assert "…" not in r.out and max(len(line) for line in r.out.splitlines()) <= 80
@@ -52,7 +52,7 @@ def test_hardware_show_cuts_no_source_at_80_columns(cli):
 
 
 def test_fit_keeps_a_long_case_name_whole_at_80_columns(cli, tmp_path):
-    """A validate run of py:/a/long/path/model.py was shown as "py:/work/wt-firstu…" in fit's table."""
+    """A validate run of py:/a/long/path/model.py keeps its whole case name in fit's table at 80 columns."""
     import json
     from pathlib import Path
     name = "py:/home/someone/projects/vision/models/resnet_variant.py:resnet18"
@@ -74,7 +74,7 @@ def test_fit_keeps_a_long_case_name_whole_at_80_columns(cli, tmp_path):
 
 
 def test_a_step_that_cannot_fit_suggests_no_micro_batch_below_one(cli):
-    """Llama 3 8B training at batch 1 on one H100 was told to use "a smaller --micro-batch"; at 8 it still is."""
+    """Llama 3 8B training at batch 1 on one H100 is not told to use "a smaller --micro-batch"; at 8 it is."""
     one = cli("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--batch", "1", "--seq", "2048")
     eight = cli("analyze", "llama3-8b", "--on", "h100", "--phase", "train", "--batch", "8", "--seq", "2048")
     assert one.rc == eight.rc == 2
@@ -85,8 +85,8 @@ def test_a_step_that_cannot_fit_suggests_no_micro_batch_below_one(cli):
 
 def test_compare_against_a_calibrated_copy_of_the_same_device(tmp_path):
     """`calibrate --kernels … --gpu h100 --out my.toml` writes a profile named h100; `compare --on h100
-    --vs-hardware my.toml` was refused as "the device --on h100 already names". Another file is another device;
-    an alias of the same entry is still refused."""
+    --vs-hardware my.toml` compares the two: another file is another device; an alias of the same entry is
+    refused."""
     import ironlaw
     from ironlaw.core.errors import IronlawError
     mine = tmp_path / "my.toml"
@@ -99,7 +99,7 @@ def test_compare_against_a_calibrated_copy_of_the_same_device(tmp_path):
 
 
 def test_sweep_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tmp_path):
-    """`sweep --on h100,my.toml` (a profile of h100) said "--on names h100 twice", which the user never typed."""
+    """`sweep --on h100,my.toml` (a profile of h100) is refused naming the two entries as the user typed them."""
     mine = tmp_path / "my.toml"
     mine.write_text((hardware.CATALOG_DIR / "h100.toml").read_text())
     r = cli("sweep", "llama3-8b", "--phase", "decode", "--on", f"h100,{mine}", "--batch", "1,2")
@@ -109,8 +109,8 @@ def test_sweep_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tm
 
 
 def test_search_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, tmp_path):
-    """`search --phase serve --on h100,my.toml` (a profile of h100) said "--on 'h100,my.toml' names h100 twice";
-    it now names what was given as the sweep does, and a plain repeat still reads "names h100 twice"."""
+    """`search --phase serve --on h100,my.toml` (a profile of h100) is refused naming what was given, as the sweep
+    does; a plain repeat reads "names h100 twice"."""
     mine = tmp_path / "my.toml"
     mine.write_text((hardware.CATALOG_DIR / "h100.toml").read_text())
     r = cli("search", "llama3-8b", "--phase", "serve", "--on", f"h100,{mine}", "--gpus", "8")
@@ -120,8 +120,7 @@ def test_search_over_a_device_and_its_calibrated_copy_says_what_was_given(cli, t
 
 
 def test_the_command_list_cuts_no_description(cli):
-    """`ironlaw --help` listed "analyze    Predict one workload on one device: terms, bottleneck,...": click cut
-    each docstring's first sentence to the width; each verb now has a short help of its own."""
+    """`ironlaw --help` at 80 columns lists each verb's own short help whole: none cut to "..." by click."""
     r = cli("--help", env={"COLUMNS": "80"})
     assert r.rc == 0, r.err
     listed = r.out.split("Commands:")[1].splitlines()
@@ -130,15 +129,15 @@ def test_the_command_list_cuts_no_description(cli):
 
 
 def test_an_unknown_workload_says_how_many_names_it_left_out(cli):
-    """`analyze foo` listed 12 names and "…": how many more, and where to see them, was left to guess."""
+    """`analyze foo` lists 12 names, how many more there are, and where to see them all."""
     r = cli("analyze", "foo", "--on", "h100")
     assert r.rc == 2 and "…" not in r.err
     assert re.search(r"gemv:, and \d+ more \(`ironlaw workloads list` names each\)", r.err), r.err
 
 
 def test_hardware_list_is_in_name_order(cli):
-    """`hardware list` put a100-40gb and a100-pcie before a100, h100-nvl and h100-pcie before h100 (the files'
-    order: '-' sorts before '.')."""
+    """`hardware list` is in name order: a100 before a100-40gb and a100-pcie, h100 before h100-nvl and h100-pcie
+    (not the files' order, where '-' sorts before '.')."""
     import json
     r = cli("hardware", "list", "--format", "json")
     names = [d["name"] for d in json.loads(r.out)["devices"]]

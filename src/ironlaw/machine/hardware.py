@@ -550,8 +550,8 @@ _ALIASES = re.compile(r"^aliases\s*=\s*\[(.*?)\]", re.M | re.S)
 
 
 def _catalog_files() -> dict[str, Path]:
-    """The catalog's files by name, in the names' order (h100 before h100-nvl: the files' order put "h100-nvl.toml"
-    and "h100-pcie.toml" first, as '-' sorts before '.')."""
+    """The catalog's files by name, in the names' order (h100 before h100-nvl, where the files' own order puts
+    "h100-nvl.toml" and "h100-pcie.toml" first, as '-' sorts before '.')."""
     return {p.stem: p for p in sorted(CATALOG_DIR.glob("*.toml"), key=lambda p: p.stem)}
 
 

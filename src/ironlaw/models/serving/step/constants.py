@@ -78,7 +78,7 @@ class ServingConstants:
                                 # host cost per kernel is ``launch_s``
     host_serial: bool = False   # the executor's per-step Python work (host_step_s, host_sequence_s, host_prompt_s)
                                 # runs between the device's steps, not beside them (vLLM V1 without async
-                                # scheduling: ``frameworks.HOST_MODES``); False: overlapped (TensorRT-LLM's and
+                                # scheduling: ``frameworks.VLLM_HOST``); False: overlapped (TensorRT-LLM's and
                                 # SGLang's overlap schedulers). Kernel launches overlap the device either way
     prefill_cap_tokens: int = 0  # prompt tokens one request prefills in a step at most (vLLM's
                                  # long_prefill_token_threshold: ``frameworks.Scheduler.long_prefill_tokens``);
