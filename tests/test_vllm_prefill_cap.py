@@ -56,6 +56,18 @@ def test_online_vllm_chunks_each_prompt_at_the_threshold():
     assert capped.estimate.ttft_s > default.estimate.ttft_s
 
 
+def test_a_given_chunk_above_the_threshold_is_refused_not_lowered():
+    """A --chunk the threshold would cut (vLLM prefills at most the threshold of a request a step) is one line naming
+    both values as given; a chunk within it runs as given."""
+    with pytest.raises(IronlawError) as e:
+        api.serve(SPEC, "h100", prompt=2048, output=128, concurrency=16, engine="vllm", chunk=2048,
+                  long_prefill_token_threshold=256)
+    assert "--chunk 2048 is more than long_prefill_token_threshold 256" in str(e.value) and "\n" not in str(e.value)
+    within = api.serve(SPEC, "h100", prompt=2048, output=128, concurrency=16, engine="vllm", chunk=128,
+                       long_prefill_token_threshold=256)
+    assert within.estimate.chunk == 128
+
+
 @pytest.mark.parametrize("kw,says", [
     (dict(engine="trtllm"), "TensorRT-LLM has no such limit"),
     (dict(engine="sglang"), "SGLang has no such limit"),

@@ -390,10 +390,8 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     t_dec, e_dec = step_seconds(run, concurrency, 0.0, 0.0, pad=True)
     t_pre, e_pre = step_seconds(run, 0, float(prompt), 1.0, pad=False)
     t_mix = None
-    if chunk is None and budget_chunk:
-        chunk = eng.limits.max_num_tokens - concurrency
-    if chunk is not None and run.constants.prefill_cap_tokens:     # vLLM's long_prefill_token_threshold
-        chunk = min(chunk, run.constants.prefill_cap_tokens)
+    chunk = capped_chunk(chunk, eng.limits.max_num_tokens - concurrency if budget_chunk else None,
+                         run.constants.prefill_cap_tokens)
     if chunk is not None:
         c = min(chunk, prompt)
         check_chunk(chunk, c, concurrency, eng.limits.max_num_tokens, run.constants.mixed_steps)
@@ -402,6 +400,17 @@ def _on_engine(spec: str, hw, prompt: int, output: int, concurrency: int, chunk:
     return ServeEstimate(spec, hw, prompt, output, concurrency, run.kv_dtype, chunk, ttft, itl, rate, t_dec, t_pre,
                          engine_capacity(eng), e_dec, e_pre, model, EnginePricer(run), t_mix, eng,
                          None if lengths is None else lengths.stats())
+
+
+def capped_chunk(given: int | None, budget: int | None, cap: int) -> int | None:
+    """The prompt chunk a request prefills a step: the one ``given`` (``--chunk``), else the step's token ``budget``
+    where the run chunks to it, at most ``cap`` tokens where vLLM's long_prefill_token_threshold sets one (0: none).
+    A given chunk above the cap is refused: vLLM would prefill at most ``cap`` of it a step."""
+    if given is not None and cap and given > cap:
+        raise IronlawError(f"--chunk {given} is more than long_prefill_token_threshold {cap} lets one request prefill "
+                           f"in a step; give --chunk {cap} or less, or no --chunk")
+    chunk = given if given is not None else budget
+    return min(chunk, cap) if chunk is not None and cap else chunk
 
 
 def check_chunk(chunk: int, tokens: int, concurrency: int, max_num_tokens: int, mixed: bool) -> None:
