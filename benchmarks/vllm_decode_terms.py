@@ -39,23 +39,14 @@ TERMS = ("MLA attention", "TP all-reduce", "router", "routed experts", "shared e
          "LM head", "norms, residuals")
 
 
+# an op's module -> the term of the table it belongs to (any other module: norms, residuals)
+MODULE_TERMS = {"attn": "MLA attention", "router": "router", "experts": "routed experts",
+                "shared_experts": "shared expert", "mlp": "dense MLP", "lm_head": "LM head"}
+
+
 def term_of(op) -> str:
     """Which term of the table an op of the step belongs to."""
-    if op.kind == "collective":
-        return "TP all-reduce"
-    if op.module == "attn":
-        return "MLA attention"
-    if op.module == "router":
-        return "router"
-    if op.module == "experts":
-        return "routed experts"
-    if op.module == "shared_experts":
-        return "shared expert"
-    if op.module == "mlp":
-        return "dense MLP"
-    if op.module == "lm_head":
-        return "LM head"
-    return "norms, residuals"
+    return "TP all-reduce" if op.kind == "collective" else MODULE_TERMS.get(op.module, "norms, residuals")
 
 
 def decode_step(latency_share: float | None = None):

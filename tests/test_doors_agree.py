@@ -82,8 +82,8 @@ def test_markdown_carries_the_work_line_and_the_uncounted_ops_the_text_prints():
 
 
 def test_a_serving_search_names_the_default_price_it_used_as_the_layouts_own_source():
-    """`search llama3-8b --phase serve --on h100` priced each layout's energy at the catalog's AWS rate, and said
-    so in the layout's price_source, while its energy block said "given: --price-per-gpu-hour" (never given)."""
+    """`search llama3-8b --phase serve --on h100` prices each layout's energy at the catalog's AWS rate and names
+    that rate as the source in both the layout's price_source and its energy block (no --price-per-gpu-hour given)."""
     import ironlaw
     top = ironlaw.search("llama3-8b", phase="serve", on="h100", gpus=1, top=1).to_dict()["top"][0]
     assert top["energy"]["price_source"] == top["price_source"]

@@ -26,7 +26,7 @@ def test_builder_options_not_a_dict_and_the_cli_name_opt_are_one_line():
 
 
 def test_a_hardware_files_efficiency_names_every_missing_field_at_once(tmp_path):
-    """[efficiency] without other and memory named 'other', and only after it was added, 'memory'."""
+    """[efficiency] without other and memory names both missing fields in one message, not one at a time."""
     from ironlaw.machine import hardware
     path = tmp_path / "mygpu.toml"
     path.write_text('schema = "ironlaw.hardware/1"\nname = "mygpu"\ntitle = "Mine"\nkind = "gpu"\n'
@@ -87,7 +87,8 @@ def test_contract_on_a_device_one_case_does_not_fit_keeps_the_others(tmp_path):
 
 
 def test_a_batch_past_64_bits_is_out_of_range_not_no_whole_number():
-    """--batch 99999999999999999999999 said "must be a positive whole number": numpy held it as an object."""
+    """--batch 99999999999999999999999 (past 64 bits: numpy holds it as an object) is out of range, not "not a
+    positive whole number"."""
     from conftest import one_line_error, run_cli
     line = one_line_error(run_cli("analyze", "llama3-8b", "--batch", "99999999999999999999999"))
     assert line.endswith("--batch 99999999999999999999999 is out of range (1 … 16,777,216)")
