@@ -5,8 +5,10 @@
 
 vLLM V1 without async scheduling runs its executor's work serially with the device (``frameworks.VLLM_HOST``); the
 engine carries TensorRT-LLM's per-step executor work, 0, since no published measurement of vLLM V1's exists. This
-runs the named benchmark with every serial engine's ``host_step_s`` at HOST_S seconds (on the fit host's CPU speed,
-scaled per host by ``linear_s`` as the term always is), to show how much a term of that size moves the held-out rows.
+runs the named benchmark with vLLM's ``host_step_s`` at HOST_S seconds (on the fit host's CPU speed, scaled per host
+by ``linear_s`` as the term always is), serial with the device by default and overlapped with it where the run gives
+``async_scheduling`` (the same work, vLLM's other ordering), to show how much a term of that size moves the held-out
+rows: ``vllm_sglang_published.py --async`` sets each async run beside its serial twin.
 Scored, never fitted: no value found here is stored (docs/accuracy.md).
 """
 from __future__ import annotations
@@ -22,12 +24,12 @@ from ironlaw.models.serving import frameworks  # noqa: E402
 
 
 def serial_host(host_s: float):
-    """``frameworks.constants`` with a serial engine's ``host_step_s`` at ``host_s``."""
+    """``frameworks.constants`` with vLLM's ``host_step_s`` at ``host_s``, in whichever ordering the run has."""
     carried = frameworks.constants
 
     def constants(eng, base):
         c = carried(eng, base)
-        return replace(c, host_step_s=host_s) if c.host_serial else c
+        return replace(c, host_step_s=host_s) if eng.name == "vllm" else c
     return constants
 
 

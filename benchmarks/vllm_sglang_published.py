@@ -7,6 +7,8 @@
     python benchmarks/vllm_sglang_published.py --mxfp4     # … and the gpt-oss rows the summary leaves out, priced
                                                            # in the checkpoint's format (MXFP4 experts), apart
     python benchmarks/vllm_sglang_published.py --latency   # … and the capped-concurrency (latency) runs, apart
+    python benchmarks/vllm_sglang_published.py --async     # … and each --async-scheduling run beside its serial
+                                                           # twin (also printed by --rows)
 
 Source: tests/data/vllm_sglang_gpustack_perflab.csv (gpustack/gpustack docs/performance-lab, Apache-2.0; its header
 names the commit, the client command and which results were kept). Each row is one ``vllm bench serve`` run against
@@ -40,7 +42,11 @@ weight in bf16 (``dtype="bf16"``); scored apart, never in the summary's groups. 
 ``--max-concurrency C`` (dataset ``sharegpt-concurrency-C``: C streams, each running its N / C requests one after
 another) through ``ironlaw.serve(..., concurrency=C)`` without max_throughput: duration N / C × the request's
 latency at the mean lengths; their steps carry a few sequences, so they check the small-batch step the throughput
-rows hide. Scored apart, never in the summary's groups.
+rows hide. Scored apart, never in the summary's groups. A row whose command adds ``--async-scheduling`` is priced
+with ``ironlaw.serve(..., async_scheduling=True)`` (vLLM's host work overlapped with the device); ``--async`` (and
+``--rows``) sets each beside the serial row of the same page, model, weights, layout and workload: the published
+async / serial tokens/s ratio against ironlaw's is the direct test of the serial host ordering, priced as the
+checkpoint stores its weights (``--mxfp4``'s pricing for the gpt-oss rows, which the summary leaves out).
 """
 from __future__ import annotations
 
@@ -60,6 +66,7 @@ SPECS = {"qwen3-14b": "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-14b.json"
 # a checkpoint whose format the built-in does not state: (model, dtype) -> its config (Qwen3-235B-A22B's FP8 checkpoints
 # are block-scaled, 128 x 128 weight blocks, as the CSV header says: their routed experts run the fp8_block MoE layer)
 CHECKPOINTS = {("qwen3-235b-a22b", "fp8"): "hf:" + str(ROOT / "tests/data/llm_configs/qwen3-235b-a22b-fp8.json")}
+ASYNC = "--async-scheduling"      # a command with it runs vLLM's async scheduler
 PROVENANCE = ("framework", "version", "gpu", "serve_command", "dataset", "source_url", "source_section",
               "source_date", "license")
 
@@ -76,6 +83,11 @@ def load(path: Path = CSV) -> list[dict]:
         r["prompt"] = round(r["input_tokens"] / r["num_prompts"])
         r["output"] = max(1, round(r["output_tokens"] / r["num_prompts"]))
     return rows
+
+
+def async_scheduling(r: dict) -> bool:
+    """Whether the row's server ran vLLM's async scheduling (its command adds ``--async-scheduling``)."""
+    return ASYNC in r["serve_command"].split()
 
 
 def server_budget(r: dict) -> int | None:
@@ -105,7 +117,7 @@ def predict(r: dict, step_s: float | None = None) -> float:
     est = ironlaw.serve(spec, r["gpu"], prompt=r["prompt"], output=r["output"], tp=r["tp"],
                         ep=r["ep"], attention_dp=bool(r["attention_dp"]), dtype=r["dtype"], kv_dtype="bf16",
                         max_throughput=True, requests=r["num_prompts"], max_num_tokens=server_budget(r),
-                        engine=r["framework"])
+                        engine=r["framework"], async_scheduling=async_scheduling(r))
     return r["num_prompts"] * (r["prompt"] + r["output"]) / est.time_s
 
 
@@ -120,6 +132,43 @@ def mxfp4_rows(rows: list[dict] | None = None) -> list[dict]:
         out.append(dict(r, pred=pred, err=pred / r["total_tok_s"] - 1.0, pred_bf16=wide,
                         err_bf16=wide / r["total_tok_s"] - 1.0))
     return out
+
+
+def async_twins(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """(async row, serial row) for each ``--async-scheduling`` row with a serial twin: the same page, model, weights,
+    layout and workload, its command the same without the flag."""
+    def key(r):
+        cmd = " ".join(w for w in r["serve_command"].split() if w != ASYNC)
+        return r["source_url"], r["model"], r["dtype"], r["tp"], r["ep"], r["dataset"], r["isl"], r["osl"], cmd
+    serial = {key(r): r for r in rows if r["framework"] == "vllm" and not async_scheduling(r)}
+    return [(r, serial[key(r)]) for r in rows if async_scheduling(r) and key(r) in serial]
+
+
+def async_pairs(rows: list[dict] | None = None) -> list[dict]:
+    """Each ``--async-scheduling`` row beside the serial row of the same page, model, weights, layout and workload
+    (its command without the flag): published and predicted tokens/s of both, priced as the checkpoint stores its
+    weights (no --dtype for an MXFP4 checkpoint, as ``mxfp4_rows``), their errors, and the async / serial ratios,
+    which cancel everything but the host ordering."""
+    out = []
+    for a, s in async_twins(rows if rows is not None else load()):
+        pa, ps = (predict(dict(r, dtype=None) if r["dtype"] == "mxfp4" else r) for r in (a, s))
+        out.append({"row": a["row"], "serial": s["row"], "model": a["model"], "gpu": a["gpu"],
+                    "dataset": a["dataset"], "prompt": a["prompt"], "output": a["output"],
+                    "published": (a["total_tok_s"], s["total_tok_s"]), "pred": (pa, ps),
+                    "err": (pa / a["total_tok_s"] - 1.0, ps / s["total_tok_s"] - 1.0),
+                    "ratio_published": a["total_tok_s"] / s["total_tok_s"], "ratio_pred": pa / ps})
+    return out
+
+
+def print_async(pairs_: list[dict]) -> None:
+    print("\n--async-scheduling rows beside their serial twins (same page, model, weights, workload; tokens/s)")
+    print(f"{'row':>3} {'ser':>3} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'pub async':>9} {'pub ser':>8} "
+          f"{'ironlaw a':>9} {'ironlaw s':>9} {'err a':>7} {'err s':>7} {'pub a/s':>7} {'ironlaw a/s':>11}")
+    for p in pairs_:
+        print(f"{p['row']:>3} {p['serial']:>3} {p['model']:<12} {p['dataset'][:8]:<8} {p['prompt']:>6} "
+              f"{p['output']:>4} {p['published'][0]:>9.0f} {p['published'][1]:>8.0f} {p['pred'][0]:>9.0f} "
+              f"{p['pred'][1]:>9.0f} {100 * p['err'][0]:>+6.1f}% {100 * p['err'][1]:>+6.1f}% "
+              f"{p['ratio_published']:>7.3f} {p['ratio_pred']:>11.3f}")
 
 
 def print_mxfp4(rows: list[dict]) -> None:
@@ -293,6 +342,8 @@ def main() -> int:
     ap.add_argument("--fit", action="store_true", help="what-if: step_s fitted on each framework's H100 rows")
     ap.add_argument("--mxfp4", action="store_true", help="also the gpt-oss (MXFP4-expert) rows, scored apart")
     ap.add_argument("--latency", action="store_true", help="also the capped-concurrency (latency) runs, scored apart")
+    ap.add_argument("--async", dest="async_", action="store_true",
+                    help="also each --async-scheduling run beside its serial twin (--rows prints it too)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     rows = scored()
@@ -321,6 +372,8 @@ def main() -> int:
         print_mxfp4(mxfp4_rows())
     if args.latency:
         print_latency(latency_rows())
+    if args.rows or args.async_:
+        print_async(async_pairs())
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     print(f"time per prediction: median {statistics.median(secs):.3f} s, max {max(secs):.3f} s")
     return 0

@@ -152,3 +152,32 @@ def test_latency_runs_are_priced_at_their_concurrency_apart_from_the_summary(sco
     assert next(s for s in scored if s["row"] == 41)["err"] is None              # not in the summary's groups
     doc = " ".join((ROOT / "docs/accuracy.md").read_text().split())        # the paragraph's lines joined
     assert f"row 41, {100 * r['err']:+.1f}%" in doc
+
+
+def test_async_scheduling_rows_parse_and_each_has_its_serial_twin():
+    """Rows 85-89: gpt-oss-20b/h100's vLLM runs with --async-scheduling, appended (the rows before keep their
+    numbers), each beside the serial run of the same page, model, weights and workload; the header no longer lists
+    the flag as left out."""
+    rows = {r["row"]: r for r in bench.load()}
+    assert [n for n, r in rows.items() if bench.async_scheduling(r)] == [85, 86, 87, 88, 89]
+    twins = {a["row"]: s["row"] for a, s in bench.async_twins(list(rows.values()))}
+    assert twins == {85: 46, 86: 48, 87: 49, 88: 50, 89: 51}
+    assert rows[85]["source_section"] == "2. Async scheduling in vLLM" and rows[85]["duration_s"] == 21.39
+    assert rows[89]["total_tok_s"] == 32611.91 and rows[89]["num_prompts"] == 1000
+    head = "".join(line for line in open(bench.CSV) if line.startswith("#"))
+    assert "rows 85-89: the vLLM" in head and "Left out: results with --async-scheduling" not in head
+
+
+def test_an_async_row_is_priced_with_async_scheduling(monkeypatch):
+    """The benchmark prices a row whose command adds --async-scheduling with ``async_scheduling=True``, the others
+    without."""
+    import ironlaw
+    seen = []
+
+    class Est:
+        time_s = 1.0
+    monkeypatch.setattr(ironlaw, "serve", lambda *a, **kw: seen.append(kw["async_scheduling"]) or Est())
+    rows = {r["row"]: r for r in bench.load()}
+    bench.predict(rows[85])
+    bench.predict(rows[46])
+    assert seen == [True, False]

@@ -196,7 +196,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
           grid_gco2_per_kwh: Optional[float] = None, html: Optional[str] = None, engine: Optional[str] = None,
           release: Optional[str] = None, moe_routing: Optional[str] = None, moe_dispatcher: Optional[str] = None,
           redundant_experts: int = 0, memory_fraction: Optional[float] = None, runtime: Optional[str] = None,
-          lengths: Optional[str] = None, long_prefill_token_threshold: Optional[int] = None):
+          lengths: Optional[str] = None, long_prefill_token_threshold: Optional[int] = None, async_scheduling: bool = False):
     """``ironlaw serve``: a :class:`~ironlaw.models.serving.features.options.Serving` (TTFT, ITL, tokens/s, KV
     capacity and every feature asked for; on a GPU every step priced by the serving engine's step model, as
     ``max_throughput`` prices its own, elsewhere on the device's calibration: ``.estimate.step_model`` says which);
@@ -213,7 +213,8 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     ``redundant_experts`` (max-throughput): TensorRT-LLM's wide-EP exchange and EPLB's slots (``wide_ep``).
     ``memory_fraction``: the engine's own memory knob, in (0, 1] (``ironlaw.models.serving.frameworks``).
     ``runtime``: TensorRT-LLM's executor, "pytorch" (None) or "cpp" (``ironlaw.models.serving.step.runtime``).
-    ``long_prefill_token_threshold`` (vLLM, no CLI flag): the prompt tokens a request takes a step (``frameworks``)."""
+    vLLM's ``long_prefill_token_threshold`` (no CLI flag; prompt tokens a request takes a step), ``async_scheduling``
+    (its host overlapped with the device; refused elsewhere, ``frameworks.check_async_scheduling``)."""
     from ..machine import engines, hardware
     from ..models.serving import frameworks, lengths as mixes, online
     from ..models.serving.features import energy, options as feat
@@ -222,7 +223,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
     if engine is not None:
         engines.check_release(engines.check_engine(engine), release)
     check_on(on)
-    scenario_options(dict(locals()))
+    vllm = scenario_options(dict(locals()))                  # vLLM's scheduler knobs (VllmKnobs)
     engine, named = engine_on(engine, release, hardware.get(on) if isinstance(on, str) else on, kv_dtype)
     runtime = runtime_on(runtime, engine)
     from ..models import workloads
@@ -236,7 +237,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
         kw.update({} if kv_fraction is None else {"kv_fraction": kv_fraction})   # absent: 0.95, not given
         kw.update(wide_ep(engine, moe_dispatcher, redundant_experts, named))
         est = energy.with_energy(frameworks.max_throughput(spec, on, prompt, output, engine, kw, 0.95, release,
-                                                           memory_fraction, runtime, long_prefill_token_threshold),
+                                                           memory_fraction, runtime, *vllm),
                                  price_per_gpu_hour, grid_gco2_per_kwh)
         if html:
             pages.serve_offline(html, est, kw)
@@ -245,8 +246,7 @@ def serve(spec: str, on="h100", *, prompt: Optional[int] = None, output: Optiona
                           grid_gco2_per_kwh)
     kw = dict(dtype=dtype, kv_dtype=kv_dtype, page_tokens=page_tokens, max_seq=max_seq, chunk=chunk, tp=tp,
               composition=composition(serial), **mix)
-    eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk, runtime,
-                                          long_prefill_token_threshold)
+    eng, given = frameworks.online_engine(engine, on, tp, release, memory_fraction, concurrency, chunk, runtime, *vllm)
     kw.update(given)
     own = eng.scheduler is not None or eng.release is not None
     est = online.estimate(spec, eng.hw if own else on, prompt, output, concurrency, **kw)

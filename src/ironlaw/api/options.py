@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union
 
 
 def front_door(fn):
@@ -177,10 +177,24 @@ def other_phase(given: dict, options: dict, belongs: str) -> None:
             raise IronlawError(f"{flag} belongs to the {belongs}")
 
 
-def scenario_options(g: dict) -> None:
+class VllmKnobs(NamedTuple):
+    """``serve``'s vLLM scheduler keywords as the framework takes them, in order (``frameworks.online_engine``,
+    ``frameworks.max_throughput``: ``long_prefill_tokens``, ``async_scheduling``; checked there against the engine)."""
+    long_prefill_tokens: Optional[int]
+    async_scheduling: bool
+
+
+def scenario_options(g: dict) -> VllmKnobs:
     """``serve``: an option of the offline scenario without ``max_throughput``, or one of the online scenario with
     it, is refused in one line (it would be ignored); so is a concurrency with ``sweep_concurrency`` but no
-    ``html`` (the sweep covers every concurrency; the report marks the given one)."""
+    ``html`` (the sweep covers every concurrency; the report marks the given one). Both scenarios take the vLLM
+    scheduler's keywords: returned as ``VllmKnobs``."""
+    _refuse_other_scenario(g)
+    return VllmKnobs(g["long_prefill_token_threshold"], g["async_scheduling"])
+
+
+def _refuse_other_scenario(g: dict) -> None:
+    """``scenario_options``'s refusals."""
     from ..core.errors import IronlawError
     from ..models.serving.frameworks import check_memory_fraction
     check_memory_fraction(g["memory_fraction"])        # both scenarios take it

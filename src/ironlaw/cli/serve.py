@@ -19,6 +19,12 @@ LENGTHS_HELP = ("a file of per-request lengths in place of --prompt/--output: a 
                 "Priced at the mix's token-weighted decode context, its prompts' attention pairs, KV reserved per "
                 "request by its own length")
 
+ASYNC_HELP = ("--engine vllm: vLLM's --async-scheduling (SchedulerConfig.async_scheduling, off by default): the "
+              "scheduler, input preparation and output handling of a step overlap the device's previous step "
+              "(the step lasts the longer of device and host work) instead of adding to it; the logits and sampler "
+              "stay in the device's step. Refused with --engine trtllm or sglang (both overlap by default) and "
+              "with --pp > 1 (vLLM refuses it)")
+
 
 @app.command(short_help="Serve an LLM: TTFT, inter-token latency, tokens/s, KV cache.")
 def serve(
@@ -87,6 +93,7 @@ def serve(
                                           "kernels: pytorch (default; the engine constants' fit) | cpp (the C++ "
                                           "executor over a TensorRT engine, as NVIDIA's MLPerf harness runs it: no "
                                           "CUDA graphs, a measured C++ launch per kernel); --engine trtllm only"),
+    async_scheduling: bool = typer.Option(False, "--async-scheduling", help=ASYNC_HELP),
     fmt: Format = "text",
     html: Optional[str] = typer.Option(None, "--html", help="also write a report: the steps, their rooflines, the "
                                        "concurrency frontier (one self-contained HTML file)"),

@@ -23,7 +23,8 @@ source:
         KV cache      vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9 of the device memory for
                       weights, activations and KV; block_size 16 tokens on CUDA (vllm/platforms/cuda.py)
         host          serial with the device (``VLLM_HOST``): async_scheduling off, EngineCore.step schedules,
-                      executes and updates one after another; overlapped under pipeline parallelism
+                      executes and updates one after another; overlapped under pipeline parallelism, and with
+                      ``serve --async-scheduling`` (``VLLM_HOST_ASYNC``, ``check_async_scheduling``)
     SGLang (sgl-project/sglang, python/sglang/srt/server_args.py ServerArgs, the v0.5 line):
         chunked_prefill_size, cuda_graph_max_bs   _handle_gpu_memory_settings by device memory: < 20 GiB
                       2048 and 8; < 35 GiB 2048 and 24 (80 from TP 4); < 60 GiB 4096 and 32 (160 from TP 4);
@@ -68,8 +69,8 @@ dtype the release's MoE tables lack keeps those constants, and the engine line n
 The per-step host constants (``step_s``, ``launch_s``) and the expert-GEMM terms were fitted end to end on
 TensorRT-LLM's published H100 results only; no vLLM or SGLang end-to-end results are fitted here, so those
 frameworks carry TensorRT-LLM's, and their engine line says so. The executor's own work per step is carried too
-(0), ordered as each framework orders it (``Scheduler.host_overlap``: serial under vLLM, added to the device's step;
-overlapped under SGLang), and the ``host:`` line says which. Published vLLM and SGLang runs are scored, not
+(0), ordered as each framework orders it (``Scheduler.host_overlap``: serial under vLLM, added to the device's step,
+unless ``async_scheduling`` is given; overlapped under SGLang), and the ``host:`` line says which. Published vLLM and SGLang runs are scored, not
 fitted, by benchmarks/vllm_sglang_published.py (docs/accuracy.md).
 """
 from __future__ import annotations
@@ -96,6 +97,14 @@ VLLM_HOST = ("serial with the device: vllm/config/scheduler.py SchedulerConfig.a
              "vllm/v1/engine/core.py EngineCore.step schedules, runs execute_model (input preparation, launches, "
              "sampling, the sampled tokens read back) and update_from_output one after another; "
              "step_with_batch_queue keeps batches in flight only under pipeline parallelism")
+VLLM_HOST_ASYNC = ("overlapped with the device, given (--async-scheduling): vllm/config/scheduler.py "
+                   "SchedulerConfig.async_scheduling True runs vllm/v1/core/sched/async_scheduler.py AsyncScheduler "
+                   "(a request's next step scheduled on a placeholder for the token still being sampled) under "
+                   "vllm/v1/engine/core.py EngineCore.step_with_batch_queue (the executor's max_concurrent_batches 2): "
+                   "step n+1 is scheduled, prepared and launched while the device runs step n, whose sampled tokens "
+                   "feed n+1 on the device (gpu_model_runner.py AsyncGPUModelRunnerOutput: their copy to the host "
+                   "on a side stream) and whose update_from_output follows; the logits and the sampler stay in the "
+                   "device's step, before n+1's forward")
 VLLM_HOST_PP = ("overlapped with the device: pipeline parallelism runs vllm/v1/engine/core.py "
                 "EngineCore.step_with_batch_queue, a batch scheduled while others run")
 SGLANG_HOST = ("overlapped with the device: python/sglang/srt/server_args.py ServerArgs.disable_overlap_schedule "
@@ -291,6 +300,31 @@ def check_memory_fraction(value) -> float | None:
     return float(value)
 
 
+def check_async_scheduling(value, engine: str, pp: int = 1) -> bool:
+    """The library's ``async_scheduling`` (``serve --async-scheduling``) as a bool, else one line. vLLM's
+    SchedulerConfig.async_scheduling (``VLLM_HOST_ASYNC``): its scheduler, input preparation and output handling
+    overlap the device's step. TensorRT-LLM's PyTorch executor and SGLang overlap theirs by default (the overlap
+    scheduler; ``SGLANG_HOST``), so neither has the knob; vLLM refuses it with pipeline parallelism
+    (vllm/engine/arg_utils.py EngineArgs.create_engine_config: "Async scheduling is not supported with
+    pipeline-parallel-size > 1"), whose batch queue overlaps the host already (``VLLM_HOST_PP``)."""
+    if not isinstance(value, bool):
+        raise IronlawError(f"async_scheduling must be True or False, got {value!r}")
+    if not value:
+        return False
+    if engine != "vllm":
+        why = ("SGLang overlaps its scheduler with the device by default (ServerArgs.disable_overlap_schedule False: "
+               "Scheduler.event_loop_overlap)" if engine == "sglang" else
+               "TensorRT-LLM's PyTorch executor overlaps its host work with the device by default (its overlap "
+               "scheduler)")
+        raise IronlawError(f"--async-scheduling is vLLM's (SchedulerConfig.async_scheduling); {why}: give "
+                           f"--engine vllm or drop it")
+    if pp > 1:
+        raise IronlawError(f"--async-scheduling with --pp {pp}: vLLM refuses async scheduling with "
+                           f"pipeline-parallel-size > 1 (vllm/engine/arg_utils.py), whose batch queue already "
+                           f"overlaps the host with the device: drop one")
+    return True
+
+
 def check_long_prefill(value, engine: str) -> int | None:
     """The library's ``long_prefill_token_threshold`` as a whole number of tokens ≥ 1 (None: the engine's
     default), else one line; an engine other than vLLM has no such knob and refuses it. vLLM's V1 scheduler gives
@@ -324,18 +358,20 @@ def trtllm_kv_fraction(engine: str, memory_fraction: float | None, kv_fraction: 
 
 def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, release: str | None = None,
            memory_fraction: float | None = None, runtime: str = "pytorch",
-           long_prefill_tokens: int | None = None) -> Engine:
+           long_prefill_tokens: int | None = None, async_scheduling: bool = False) -> Engine:
     """The framework ``engine`` (its ``release``'s kernels where one is named: ``machine.engines.RELEASES``) on
     ``hw`` (a catalog name or Hardware); ``memory_fraction`` (vLLM, SGLang): its scheduler's memory knob given
     (module docstring; TensorRT-LLM's is the KV fraction, ``trtllm_kv_fraction``); ``runtime`` (TensorRT-LLM):
     the executor that launches its kernels (``step.runtime``); ``long_prefill_tokens`` (vLLM): its
-    long_prefill_token_threshold given (``check_long_prefill``)."""
+    long_prefill_token_threshold given (``check_long_prefill``); ``async_scheduling`` (vLLM): its host work
+    overlapped with the device (``check_async_scheduling``)."""
     from ...machine import hardware
     from .step.runtime import check_runtime
     check_engine(engine)
     check_release(engine, release)
     check_runtime(runtime, engine)
     long_prefill_tokens = check_long_prefill(long_prefill_tokens, engine)
+    async_scheduling = check_async_scheduling(async_scheduling, engine, pp)
     hw = hardware.get(hw) if isinstance(hw, str) else hw
     hw2, cov = _with_engine(hw, engine, release)
     if release is not None and not cov.own:
@@ -343,8 +379,10 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     if engine == DEFAULT:
         return Engine(engine, hw2, cov, None, runtime)
     sched = vllm(hw, offline, pp) if engine == "vllm" else sglang(hw, tp, pp)
-    return Engine(engine, hw2, cov, sched.given(memory_fraction=check_memory_fraction(memory_fraction),
-                                                long_prefill_tokens=long_prefill_tokens))
+    sched = sched.given(memory_fraction=check_memory_fraction(memory_fraction), long_prefill_tokens=long_prefill_tokens)
+    if async_scheduling:
+        sched = replace(sched, host_overlap=True, sources={**sched.sources, "host_overlap": VLLM_HOST_ASYNC})
+    return Engine(engine, hw2, cov, sched)
 
 
 _ENGINE_HW: dict = {}
@@ -467,12 +505,13 @@ def mixed_chunk(eng: Engine, concurrency: int) -> int:
 
 
 def online_engine(engine: str, on, tp: int, release: str | None, memory_fraction: float | None, concurrency: int,
-                  chunk, runtime: str = "pytorch", long_prefill_tokens: int | None = None) -> tuple[Engine, dict]:
+                  chunk, runtime: str = "pytorch", long_prefill_tokens: int | None = None,
+                  async_scheduling: bool = False) -> tuple[Engine, dict]:
     """``serve``'s online run: the framework (``select``) and ``online.estimate``'s keywords under it — its
     scheduler's (``online_kwargs``), its release's and runtime's (``release_kwargs``), the memory fraction given
     (``memory_kwargs``)."""
     eng = select(engine, on, tp, release=release, memory_fraction=memory_fraction, runtime=runtime,
-                 long_prefill_tokens=long_prefill_tokens)
+                 long_prefill_tokens=long_prefill_tokens, async_scheduling=async_scheduling)
     kw = memory_kwargs(eng, memory_fraction)
     if eng.scheduler is not None:
         kw.update(online_kwargs(eng, concurrency, chunk))
@@ -537,7 +576,7 @@ class EngineThroughput(ThroughputEstimate):
 def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dict,
                    default_kv_fraction: float, release: str | None = None,
                    memory_fraction: float | None = None, runtime: str = "pytorch",
-                   long_prefill_tokens: int | None = None) -> EngineThroughput:
+                   long_prefill_tokens: int | None = None, async_scheduling: bool = False) -> EngineThroughput:
     """``serve --max-throughput --engine [--release] [--runtime] [--memory-fraction]``: TensorRT-LLM's path as it
     is (on the release's kernels where one is named, its host under the runtime named; ``memory_fraction`` its KV
     fraction), or ``throughput.max_throughput`` with the framework's kernels, limits, CUDA graphs, mixing and
@@ -551,7 +590,8 @@ def max_throughput(spec: str, on, prompt: int, output: int, engine: str, kw: dic
     on = hardware.get(on) if isinstance(on, str) else on      # read once: select and the run share it
     memory_fraction = check_memory_fraction(memory_fraction)
     eng = select(engine, on, kw.get("tp", 1), kw.get("pp", 1), offline=True, release=release,
-                 memory_fraction=memory_fraction, runtime=runtime, long_prefill_tokens=long_prefill_tokens)
+                 memory_fraction=memory_fraction, runtime=runtime, long_prefill_tokens=long_prefill_tokens,
+                 async_scheduling=async_scheduling)
     given_kv = kw.get("kv_fraction")               # absent: not given
     kw = {**kw, "kv_fraction": trtllm_kv_fraction(engine, memory_fraction, given_kv, default_kv_fraction)}
     from .online import ENGINE, step_model        # every engine's offline run (trtllm-bench's too) is a GPU's
