@@ -122,11 +122,12 @@ def predict(r: dict, step_s: float | None = None) -> float:
 
 
 def mxfp4_rows(rows: list[dict] | None = None) -> list[dict]:
-    """The rows of an MXFP4-expert checkpoint (gpt-oss) priced as the checkpoint stores its experts (``pred``, no
-    --dtype) and with every weight in bf16 (``pred_bf16``), each with its error against the published tokens/s."""
+    """The rows of an MXFP4-expert checkpoint (gpt-oss) but the ``--async-scheduling`` runs (``async_pairs`` prices
+    those beside their serial twins), priced as the checkpoint stores its experts (``pred``, no --dtype) and with
+    every weight in bf16 (``pred_bf16``), each with its error against the published tokens/s."""
     out = []
     for r in rows if rows is not None else load():
-        if r["dtype"] != "mxfp4":
+        if r["dtype"] != "mxfp4" or async_scheduling(r):      # the async runs: ``async_pairs``
             continue
         pred, wide = predict(dict(r, dtype=None)), predict(dict(r, dtype="bf16"))
         out.append(dict(r, pred=pred, err=pred / r["total_tok_s"] - 1.0, pred_bf16=wide,
@@ -162,13 +163,20 @@ def async_pairs(rows: list[dict] | None = None) -> list[dict]:
 
 def print_async(pairs_: list[dict]) -> None:
     print("\n--async-scheduling rows beside their serial twins (same page, model, weights, workload; tokens/s)")
-    print(f"{'row':>3} {'ser':>3} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'pub async':>9} {'pub ser':>8} "
+    print(f"{'row':>3} {'ser':>3} {'gpu':<4} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'pub async':>9} {'pub ser':>8} "
           f"{'ironlaw a':>9} {'ironlaw s':>9} {'err a':>7} {'err s':>7} {'pub a/s':>7} {'ironlaw a/s':>11}")
     for p in pairs_:
-        print(f"{p['row']:>3} {p['serial']:>3} {p['model']:<12} {p['dataset'][:8]:<8} {p['prompt']:>6} "
+        print(f"{p['row']:>3} {p['serial']:>3} {p['gpu']:<4} {p['model']:<12} {p['dataset'][:8]:<8} {p['prompt']:>6} "
               f"{p['output']:>4} {p['published'][0]:>9.0f} {p['published'][1]:>8.0f} {p['pred'][0]:>9.0f} "
               f"{p['pred'][1]:>9.0f} {100 * p['err'][0]:>+6.1f}% {100 * p['err'][1]:>+6.1f}% "
               f"{p['ratio_published']:>7.3f} {p['ratio_pred']:>11.3f}")
+    for gpu in sorted({p["gpu"] for p in pairs_}):
+        ps = [p for p in pairs_ if p["gpu"] == gpu]
+        print(f"{gpu}: {len(ps)} pairs, async / serial tokens/s median published "
+              f"{statistics.median(p['ratio_published'] for p in ps):.3f}, ironlaw "
+              f"{statistics.median(p['ratio_pred'] for p in ps):.3f}; median |err| async "
+              f"{100 * statistics.median(abs(p['err'][0]) for p in ps):.1f}%, serial "
+              f"{100 * statistics.median(abs(p['err'][1]) for p in ps):.1f}%")
 
 
 def print_mxfp4(rows: list[dict]) -> None:

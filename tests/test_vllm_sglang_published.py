@@ -155,17 +155,19 @@ def test_latency_runs_are_priced_at_their_concurrency_apart_from_the_summary(sco
 
 
 def test_async_scheduling_rows_parse_and_each_has_its_serial_twin():
-    """Rows 85-89: gpt-oss-20b/h100's vLLM runs with --async-scheduling, appended (the rows before keep their
-    numbers), each beside the serial run of the same page, model, weights and workload; the header no longer lists
-    the flag as left out."""
+    """Rows 85-89: gpt-oss-20b/h100's vLLM runs with --async-scheduling; rows 90-100: the page gpt-oss-20b/a100, its
+    vLLM runs serial and async and its SGLang run; appended (the rows before keep their numbers), each async run
+    beside the serial run of the same page, model, weights and workload; the header no longer lists the flag as left
+    out."""
     rows = {r["row"]: r for r in bench.load()}
-    assert [n for n, r in rows.items() if bench.async_scheduling(r)] == [85, 86, 87, 88, 89]
+    assert [n for n, r in rows.items() if bench.async_scheduling(r)] == [85, 86, 87, 88, 89, 96, 97, 98, 99, 100]
     twins = {a["row"]: s["row"] for a, s in bench.async_twins(list(rows.values()))}
-    assert twins == {85: 46, 86: 48, 87: 49, 88: 50, 89: 51}
+    assert twins == {85: 46, 86: 48, 87: 49, 88: 50, 89: 51, 96: 90, 97: 92, 98: 93, 99: 94, 100: 95}
     assert rows[85]["source_section"] == "2. Async scheduling in vLLM" and rows[85]["duration_s"] == 21.39
     assert rows[89]["total_tok_s"] == 32611.91 and rows[89]["num_prompts"] == 1000
+    assert rows[100]["gpu"] == "a100" and rows[100]["duration_s"] == 5.23 and rows[91]["framework"] == "sglang"
     head = "".join(line for line in open(bench.CSV) if line.startswith("#"))
-    assert "rows 85-89: the vLLM" in head and "Left out: results with --async-scheduling" not in head
+    assert "--async-scheduling: rows 85-89" in head and "Left out: results with --async-scheduling" not in head
 
 
 def test_an_async_row_is_priced_with_async_scheduling(monkeypatch):
