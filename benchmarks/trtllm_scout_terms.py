@@ -2,6 +2,7 @@
 
     python benchmarks/trtllm_scout_terms.py --data DIR                          # B200, 128/2048, its decode step
     python benchmarks/trtllm_scout_terms.py --data DIR --gpu gb200 --cell 2048/128 --step prompt
+    python benchmarks/trtllm_scout_terms.py --batches [--gpu gb200]      # the batch each cell's published rate fits
 
 The cell is priced as benchmarks/trtllm_blackwell.py prices it (``trtllm_h100.predict``: the catalog's kernel
 terms, the H100-fitted constants, the routed experts on the device's fitted MoE layer). Of its steps, the most
@@ -25,7 +26,10 @@ tokens (``--step prompt``) is split into the terms of one layer and the step, be
     the rest                     norms, residual adds, RoPE, qk-norm, the activations: no table row, ironlaw's only
 
 Nothing is fitted here. Printed last: the step's sum on the table terms (ironlaw's own where a term has none) and
-the step the published rate would ask for were every step of the run slower by the same factor.
+the step the published rate would ask for were every step of the run slower by the same factor. ``--batches`` (no
+tables read): for every Scout cell of the GPU that the model prices above its published rate, the fewest sequences
+in flight (``serve --max-batch``) at which it still does, beside the KV-bound batch: the batch the published rate
+fits at the model's step prices.
 """
 from __future__ import annotations
 
@@ -200,6 +204,44 @@ def largest_row(data: Path, gpu: str, per_call_us: float, shape: dict) -> str:
             f"doubling of context {marginal / 1e12:.2f} TB/s; ironlaw here {mine / 1e12:.2f} TB/s")
 
 
+def least_batch(rate_at, published: float, most: int) -> int:
+    """The fewest sequences in flight, 1 … ``most``, whose rate (``rate_at(batch)``, rising with the batch) is above
+    ``published``; ``most`` where none below it is."""
+    lo, hi = 0, most
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if rate_at(mid) > published else (mid, hi)
+    return hi
+
+
+def cell_rate(c: dict, batch: int | None) -> float:
+    """Output tokens/s of a one-GPU Scout cell as ``trtllm_h100.predict`` prices it, with at most ``batch`` sequences
+    in flight (``serve --max-batch``; None: trtllm-bench's limit)."""
+    from ironlaw.models.serving import throughput as st
+    eng = h100.release_engine(c["gpu"], None)
+    return st.max_throughput(c["spec"], eng.hw, c["isl"], c["osl"], dtype=c["precision"], kv_dtype=h100.KV_DTYPE[MODEL],
+                             kv_fraction=h100.KV_FRACTION, constants=eng.constants(h100.fitted()),
+                             max_batch=batch).output_tokens_per_s
+
+
+def batch_lines(gpu: str) -> list[str]:
+    """``--batches``: per Scout cell on ``gpu``, its error and KV-bound batch, and the batch its published rate fits."""
+    out = []
+    for c in h100.cells(bw.CSV):
+        if c["model"] != MODEL or c["gpu"] != gpu:
+            continue
+        c = {**c, "spec": h100.spec_for(MODEL)}
+        est = h100.predict(c, gpu)
+        err = 100 * (est.output_tokens_per_s / c["published"] - 1)
+        head = f"{gpu:<6} {c['isl']:>5}/{c['osl']:<5} {err:+6.1f}%  batch {est.batch:>5} ({est.batch_limit})"
+        if err <= 0:
+            out.append(f"{head}: already below the published rate")
+            continue
+        b = least_batch(lambda n, c=c: cell_rate(c, n), c["published"], est.batch)
+        out.append(f"{head}: the published rate at {b:>5}, {b / est.batch:.2f} of it")
+    return out
+
+
 def row(term: str, n: int, mine: float, table: float, src: str) -> str:
     t = f"{table:>9.1f}" if np.isfinite(table) else f"{'—':>9}"
     ratio = f"{table / mine:>6.2f}" if np.isfinite(table) and mine else f"{'':>6}"
@@ -209,15 +251,27 @@ def row(term: str, n: int, mine: float, table: float, src: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="aiconfigurator-core 0.12.0's systems/data")
+    ap.add_argument("--data", type=Path, help="aiconfigurator-core 0.12.0's systems/data (the term table)")
     ap.add_argument("--gpu", choices=tuple(SYSTEM), default="b200")
-    ap.add_argument("--cell", default="128/2048", help="the cell's ISL/OSL (default 128/2048)")
-    ap.add_argument("--step", choices=("decode", "prompt"), default="decode",
+    ap.add_argument("--cell", help="the cell's ISL/OSL (default 128/2048)")
+    ap.add_argument("--step", choices=("decode", "prompt"),
                     help="the most frequent decode-only step (default) or prompt-carrying step")
+    ap.add_argument("--batches", action="store_true", help="per cell, the batch its published rate fits (no tables)")
     a = ap.parse_args()
+    if a.batches:
+        given = [f"--{k}" for k in ("data", "cell", "step") if getattr(a, k) is not None]
+        if given:
+            print(f"error: --batches reads every cell and no table; it takes no {', '.join(given)}", file=sys.stderr)
+            return 2
+        print("\n".join(batch_lines(a.gpu)))
+        return 0
+    if a.data is None:
+        print("error: the term table needs --data DIR (aiconfigurator-core 0.12.0's systems/data)", file=sys.stderr)
+        return 2
     if not (a.data / SYSTEM[a.gpu] / f"moe/trtllm/{RELEASE}").is_dir():
         print(f"error: --data {a.data}: no {SYSTEM[a.gpu]}/moe/trtllm/{RELEASE} tables there", file=sys.stderr)
         return 2
+    a.cell, a.step = a.cell or "128/2048", a.step or "decode"
     try:
         c = cell_of(a.gpu, a.cell)
         est = h100.predict(c, c["gpu"])

@@ -49,3 +49,20 @@ def test_the_table_look_ups_interpolate_inside_and_refuse_outside():
     mid = terms.grid_us(rows, "batch_size", "step", 90.5, 1447.5)
     assert 33.6 < mid < 88.9
     assert math.isnan(terms.grid_us(rows, "batch_size", "step", 572, 1153))
+
+
+def test_the_least_batch_is_the_first_whose_rate_is_above_the_published_one():
+    """A rate rising with the batch (here 30 tok/s a sequence): the published 9,000 is first passed at 301; a rate
+    above it at every batch gives 1, one below it at the most gives the most."""
+    assert terms.least_batch(lambda b: 30.0 * b, 9000.0, 572) == 301
+    assert terms.least_batch(lambda b: 1e9, 9000.0, 572) == 1
+    assert terms.least_batch(lambda b: 1.0, 9000.0, 572) == 572
+
+
+def test_the_cells_rate_at_its_own_limit_is_the_benchmarks_prediction():
+    """``cell_rate`` without a batch is ``trtllm_h100.predict`` (what trtllm_blackwell.py scores); a smaller batch
+    is slower."""
+    c = terms.cell_of("b200", "128/4096")
+    est = terms.h100.predict(c, "b200")
+    assert terms.cell_rate(c, None) == pytest.approx(est.output_tokens_per_s, rel=1e-12)
+    assert terms.cell_rate(c, est.batch // 2) < est.output_tokens_per_s
