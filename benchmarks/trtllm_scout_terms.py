@@ -2,7 +2,8 @@
 
     python benchmarks/trtllm_scout_terms.py --data DIR                          # B200, 128/2048, its decode step
     python benchmarks/trtllm_scout_terms.py --data DIR --gpu gb200 --cell 2048/128 --step prompt
-    python benchmarks/trtllm_scout_terms.py --batches [--gpu gb200]      # the batch each cell's published rate fits
+    python benchmarks/trtllm_scout_terms.py --batches [--gpu gb200] [--model llama3.3-70b]   # the batch each cell's
+                                                                                        # published rate fits
 
 The cell is priced as benchmarks/trtllm_blackwell.py prices it (``trtllm_h100.predict``: the catalog's kernel
 terms, the H100-fitted constants, the routed experts on the device's fitted MoE layer). Of its steps, the most
@@ -27,9 +28,9 @@ tokens (``--step prompt``) is split into the terms of one layer and the step, be
 
 Nothing is fitted here. Printed last: the step's sum on the table terms (ironlaw's own where a term has none) and
 the step the published rate would ask for were every step of the run slower by the same factor. ``--batches`` (no
-tables read): for every Scout cell of the GPU that the model prices above its published rate, the fewest sequences
-in flight (``serve --max-batch``) at which it still does, beside the KV-bound batch: the batch the published rate
-fits at the model's step prices.
+tables read): for every one-GPU cell of the GPU (Scout's, or ``--model``'s) that the model prices above its
+published rate, the fewest sequences in flight (``serve --max-batch``) at which it still does, beside the batch the
+model runs: the batch the published rate fits at the model's step prices.
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ SYSTEM = {"b200": "b200_sxm", "gb200": "gb200"}
 OTHER = {"b200": "gb200", "gb200": "b200"}
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM, VOCAB, EXPERTS = 5120, 8192, 40, 8, 128, 202048, 16
 QKV = (HEADS + 2 * KV_HEADS) * HEAD_DIM
+ONE_GPU_MODELS = ("llama4-scout", "llama3.3-70b", "qwen3-30b-a3b")     # the Blackwell CSV's TP 1 models
 KV_BYTES = 2 * KV_HEADS * HEAD_DIM           # FP8 KV: bytes per token per layer
 # term -> (ops of the step it sums, the table's (dtype, N, K) for GEMM terms)
 TERMS = {"qkv": (("attn_pre_proj",), [("nvfp4", QKV, HIDDEN)]),
@@ -215,22 +217,23 @@ def least_batch(rate_at, published: float, most: int) -> int:
 
 
 def cell_rate(c: dict, batch: int | None) -> float:
-    """Output tokens/s of a one-GPU Scout cell as ``trtllm_h100.predict`` prices it, with at most ``batch`` sequences
-    in flight (``serve --max-batch``; None: trtllm-bench's limit)."""
+    """Output tokens/s of a one-GPU cell as ``trtllm_h100.predict`` prices it, with at most ``batch`` sequences in
+    flight (``serve --max-batch``; None: trtllm-bench's limit)."""
     from ironlaw.models.serving import throughput as st
     eng = h100.release_engine(c["gpu"], None)
-    return st.max_throughput(c["spec"], eng.hw, c["isl"], c["osl"], dtype=c["precision"], kv_dtype=h100.KV_DTYPE[MODEL],
+    return st.max_throughput(c["spec"], eng.hw, c["isl"], c["osl"], dtype=c["precision"], kv_dtype=h100.KV_DTYPE[c["model"]],
                              kv_fraction=h100.KV_FRACTION, constants=eng.constants(h100.fitted()),
                              max_batch=batch).output_tokens_per_s
 
 
-def batch_lines(gpu: str) -> list[str]:
-    """``--batches``: per Scout cell on ``gpu``, its error and KV-bound batch, and the batch its published rate fits."""
+def batch_lines(gpu: str, model: str = MODEL) -> list[str]:
+    """``--batches``: per one-GPU cell of ``model`` on ``gpu``, its error and batch, and the batch its published rate
+    fits."""
     out = []
     for c in h100.cells(bw.CSV):
-        if c["model"] != MODEL or c["gpu"] != gpu:
+        if c["model"] != model or c["gpu"] != gpu or c["tp"] != 1:
             continue
-        c = {**c, "spec": h100.spec_for(MODEL)}
+        c = {**c, "spec": h100.spec_for(model)}
         est = h100.predict(c, gpu)
         err = 100 * (est.output_tokens_per_s / c["published"] - 1)
         head = f"{gpu:<6} {c['isl']:>5}/{c['osl']:<5} {err:+6.1f}%  batch {est.batch:>5} ({est.batch_limit})"
@@ -257,14 +260,18 @@ def main() -> int:
     ap.add_argument("--step", choices=("decode", "prompt"),
                     help="the most frequent decode-only step (default) or prompt-carrying step")
     ap.add_argument("--batches", action="store_true", help="per cell, the batch its published rate fits (no tables)")
+    ap.add_argument("--model", choices=ONE_GPU_MODELS, help=f"--batches: another model's one-GPU cells (default {MODEL})")
     a = ap.parse_args()
     if a.batches:
         given = [f"--{k}" for k in ("data", "cell", "step") if getattr(a, k) is not None]
         if given:
             print(f"error: --batches reads every cell and no table; it takes no {', '.join(given)}", file=sys.stderr)
             return 2
-        print("\n".join(batch_lines(a.gpu)))
+        print("\n".join(batch_lines(a.gpu, a.model or MODEL)))
         return 0
+    if a.model is not None:
+        print(f"error: --model is for --batches; the term table is {MODEL}'s", file=sys.stderr)
+        return 2
     if a.data is None:
         print("error: the term table needs --data DIR (aiconfigurator-core 0.12.0's systems/data)", file=sys.stderr)
         return 2

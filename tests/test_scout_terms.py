@@ -66,3 +66,15 @@ def test_the_cells_rate_at_its_own_limit_is_the_benchmarks_prediction():
     est = terms.h100.predict(c, "b200")
     assert terms.cell_rate(c, None) == pytest.approx(est.output_tokens_per_s, rel=1e-12)
     assert terms.cell_rate(c, est.batch // 2) < est.output_tokens_per_s
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--batches", "--cell", "128/2048"], "--batches reads every cell and no table; it takes no --cell"),
+    (["--model", "llama3.3-70b"], "--model is for --batches"),
+    ([], "the term table needs --data DIR"),
+])
+def test_an_option_the_run_would_ignore_is_refused_in_one_line(monkeypatch, capsys, argv, says):
+    monkeypatch.setattr(sys, "argv", ["trtllm_scout_terms.py", *argv])
+    assert terms.main() == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
