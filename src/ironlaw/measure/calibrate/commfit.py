@@ -3,7 +3,9 @@
 Each curve (collective, group size on one node) is fitted on its own: at most ``LINES`` lines
 T = α_i + f(p)·n/B_i (NCCL's protocols LL, LL128, Simple), each by least relative squares reweighted against
 outliers, every size assigned to the line that is fastest there, lines re-fitted until the assignment
-settles (k-lines), α ≥ 0 and B > 0 throughout. ``split`` keeps every other measured size for the fit and
+settles (k-lines), α ≥ 0 and B > 0 throughout. A curve whose engine changes kernel at given sizes
+(``switches``, measure/calibrate/commswitch.py) is fitted regime by regime, each its own lines tagged with the size
+it starts at; a regime with one fitted size holds its time, one with none joins the regime below. ``split`` keeps every other measured size for the fit and
 leaves the rest to score it. Rows come in as arrays: reading a table is the reader's business; numpy only.
 """
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...machine.network.curves import CURVE_COLLECTIVES, bus_factor, curve_time
+from ...machine.network.curves import CURVE_COLLECTIVES, MAX_BUS_BPS, bus_factor, curve_time
 
 LINES = 3                 # NCCL's protocols: LL, LL128, Simple
 MIN_POINTS = 2            # sizes a line needs
@@ -29,8 +31,12 @@ def fit_line(x: np.ndarray, t: np.ndarray, iters: int = 20) -> tuple[float, floa
     return a, s
 
 
-def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) -> tuple[tuple[float, float], ...]:
-    """((α_s, bus_Bps), …) of one measured curve, sorted by α (module docstring)."""
+def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES,
+              switches: tuple = ()) -> tuple[tuple[float, ...], ...]:
+    """((α_s, bus_Bps), …) of one measured curve, sorted by α; with ``switches``, ((α_s, bus_Bps, from_bytes), …)
+    regime by regime (module docstring)."""
+    if switches:
+        return fit_regimes(collective, gpus, nbytes, time_s, switches, lines)
     if collective not in CURVE_COLLECTIVES:
         raise IronlawError(f"no measured curve form for collective '{collective}' ({', '.join(CURVE_COLLECTIVES)})")
     n, t = np.asarray(nbytes, float), np.asarray(time_s, float)
@@ -48,6 +54,40 @@ def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) ->
             break
         fits = new
     return tuple((a, 1.0 / s) for a, s in sorted(fits))
+
+
+def fit_regimes(collective: str, gpus: int, nbytes, time_s, switches, lines: int = LINES) -> tuple:
+    """((α_s, bus_Bps, from_bytes), …): each regime's lines from its first size, the regimes split at ``switches``
+    (bytes), a regime with no size merged into the one below. A regime's lines are those of 1 to ``lines`` lines
+    (``fit_lines``) that fit its sizes best; a regime with one size takes a line through it at the bus bandwidth of
+    the fastest line of the regime above it (else below): one time cannot tell a latency from a bandwidth."""
+    n, t = np.asarray(nbytes, float), np.asarray(time_s, float)
+    starts = [0.0] + sorted(float(x) for x in switches)
+    regime = np.searchsorted(starts, n, side="right") - 1
+    held = [j for j in range(len(starts)) if (regime == j).any()]
+    rows = [(regime >= j) & (regime < (held[k + 1] if k + 1 < len(held) else len(starts))) for k, j in enumerate(held)]
+    fitted = [_best_lines(collective, gpus, n[r], t[r], lines) if r.sum() >= MIN_POINTS else None for r in rows]
+    if all(f is None for f in fitted):
+        return fit_lines(collective, gpus, n, t, lines)
+    out = []
+    for k, (j, r, f) in enumerate(zip(held, rows, fitted)):
+        if f is None:
+            near = next(g for g in fitted[k + 1:] + fitted[:k][::-1] if g is not None)
+            bus = max(b for _, b in near)
+            f = ((max(float(t[r][0] - bus_factor(collective, gpus) * n[r][0] / bus), 0.0), bus),)
+        out += [(a, b, starts[j] if k else 0.0) for a, b in f]
+    return tuple(out)
+
+
+def _best_lines(collective: str, gpus: int, n: np.ndarray, t: np.ndarray, lines: int) -> tuple:
+    """The fit of 1 to ``lines`` lines with the least mean relative error on these rows (the fewer on a tie)."""
+    best, err = None, np.inf
+    for k in range(1, lines + 1):
+        f = fit_lines(collective, gpus, n, t, k)
+        e = float(np.mean(np.abs(predict_s(f, collective, gpus, n) / t - 1)))
+        if e < err - 1e-9:
+            best, err = f, e
+    return best
 
 
 def predict_s(lines, collective: str, gpus: int, nbytes) -> np.ndarray:
