@@ -183,7 +183,8 @@ def fit(curves: dict) -> dict:
         if dt == "half":
             keep = split(n)
             switches = vllm_switches(gpu, p) if coll == VLLM else ()
-            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep], switches=switches), int(keep.sum()))
+            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep], switches=switches, fewest=coll == VLLM),
+                                   int(keep.sum()))
     return out
 
 
