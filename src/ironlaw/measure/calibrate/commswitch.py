@@ -35,7 +35,8 @@ CAPABILITY = {"a100": "8.0", "l40s": "8.9", "h100": "9.0", "h200": "9.0", "b200"
 # GPUs on one host, NVIDIA GB200 NVL72 datasheet); 0: PCIe only (L40S, RTX PRO 6000 Server: no NVLink)
 NVLINK_HOST_GPUS = {"a100": 8, "h100": 8, "h200": 8, "b200": 8, "b300": 8, "gb200": 4, "gb300": 4,
                     "l40s": 0, "rtx-pro-6000": 0}
-# all_reduce_utils.py: capability -> world size -> bytes (symmetric memory on, vLLM's default on CUDA)
+# all_reduce_utils.py: capability -> world size -> bytes, where symmetric memory is on (vllm/envs.py
+# ``VLLM_ALLREDUCE_USE_SYMM_MEM``, default 1; a capability without an entry keeps the 8 MiB ceiling and NCCL beyond)
 CUSTOM_MAX = {"9.0": {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
               "10.0": {2: 2 * MiB, 4: 2 * MiB, 6: MiB, 8: MiB},
               "10.3": {2: 4 * MiB, 4: 4 * MiB, 6: 8 * MiB, 8: 4 * MiB}}
