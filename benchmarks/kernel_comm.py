@@ -13,6 +13,10 @@ own time model min_i(α_i + f(p)·n/B_i) on the half-precision rows, every other
 other half-precision sizes, and every one-byte (int8) row, predicted from the same 16-bit curve by bytes.
 Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out sizes.
 
+vLLM's own all-reduce (comm/vllm/<newest>/custom_allreduce_perf, vllm_graph rows) is fitted regime by regime
+between the message sizes where vLLM changes kernel (measure/calibrate/commswitch.py: its custom kernel's one-stage /
+two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``.
+
 Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
 2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's
 own choice between its custom kernels and NCCL), the same curve form on every other size, as the collective
@@ -173,11 +177,14 @@ def nccl_vs_trtllm(curves: dict, fits: dict) -> list[tuple]:
 def fit(curves: dict) -> dict:
     """{(gpu, collective, gpus): (lines, fitted sizes)} on the half-precision rows' fit half."""
     from ironlaw.measure.calibrate.commfit import fit_lines, split
+    from ironlaw.measure.calibrate.commswitch import vllm_switches
     out = {}
     for (gpu, coll, dt, p), (n, t) in sorted(curves.items()):
         if dt == "half":
             keep = split(n)
-            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep]), int(keep.sum()))
+            switches = vllm_switches(gpu, p) if coll == VLLM else ()
+            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep], switches=switches, fewest=coll == VLLM),
+                                   int(keep.sum()))
     return out
 
 
@@ -220,8 +227,10 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
         k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == VLLM)
         trt += (f"; collective {VLLM}: vLLM {vllm[1]}'s tensor-parallel all-reduce "
                 f"(tensor_model_parallel_all_reduce: its custom all-reduce over NVLink peer memory where it takes the "
-                f"message, NCCL otherwise) timed inside a CUDA graph ({VLLM_GRAPH} rows) by {PACKAGE}, {table}, the "
-                f"same lines fitted on every other message size ({k} rows): what vLLM's engine runs a "
+                f"message, symmetric memory or NCCL beyond) timed inside a CUDA graph ({VLLM_GRAPH} rows) by {PACKAGE}, "
+                f"{table}, the same lines fitted on every other message size ({k} rows) regime by regime between the "
+                f"sizes where vLLM changes kernel (from_bytes; ironlaw.measure.calibrate.commswitch): what vLLM's "
+                f"engine runs a "
                 f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
         trt_fit += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, even-ranked message sizes"'
         trt_held += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, odd-ranked message sizes"'
@@ -243,8 +252,10 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
         if g != gpu:
             continue
         out += ["", "[[network.curve]]", f'collective = "{coll}"', f"gpus = {p}",
-                "alpha_s = [" + ", ".join(f"{a:.4g}" for a, _ in lines) + "]",
-                "bus_Bps = [" + ", ".join(f"{b:.4g}" for _, b in lines) + "]", f"rows = {k}"]
+                "alpha_s = [" + ", ".join(f"{l[0]:.4g}" for l in lines) + "]",
+                "bus_Bps = [" + ", ".join(f"{l[1]:.4g}" for l in lines) + "]", f"rows = {k}"]
+        if any(len(l) > 2 for l in lines):
+            out.append("from_bytes = [" + ", ".join(f"{l[2]:.0f}" for l in lines) + "]")
     return "\n".join(out) + "\n"
 
 

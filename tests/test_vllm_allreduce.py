@@ -43,3 +43,29 @@ def _tp_allreduces(name: str):
 @pytest.mark.parametrize("name, collective", [("vllm", "allreduce-vllm"), ("sglang", "allreduce")])
 def test_the_engine_runs_its_tp_all_reduce_on_its_own_curve(name, collective):
     assert _tp_allreduces(name) == {collective}
+
+
+def test_the_curve_jumps_where_vllm_switches_to_its_two_stage_kernel():
+    """8 B200: the one-stage kernel below 256 KiB, the two-stage one from there (csrc/custom_all_reduce.cuh), a
+    jump of 9.4 → 25.8 µs one min-of-lines curve could only bend through; 512 KiB (262,144 elements) is held out."""
+    table = Path(__file__).parent / "data/kernel_tables/b200_sxm/comm/vllm/0.24.0/custom_allreduce_perf.csv"
+    with table.open() as f:
+        rows = {int(r["message_size"]) * 2: float(r["latency"]) * 1e-3 for r in csv.DictReader(f)
+                if int(r["num_gpus"]) == 8 and r["backend"] == "vllm_graph"}
+    topo = build(hardware.get("b200"), 8, 1)
+    for nbytes in (128 << 10, 512 << 10):
+        t = float(np.sum(collective_time("allreduce-vllm", nbytes, topo)))
+        assert t == pytest.approx(rows[nbytes], rel=0.10), nbytes
+
+
+@pytest.mark.parametrize("gpu, gpus, switches", [
+    ("b200", 8, (256 << 10, 1 << 20, 128 << 20)),     # 2-stage, symmetric memory, NCCL
+    ("h100", 8, (256 << 10, 64 << 20)),               # the custom kernel stops where the 2-stage one would start
+    ("a100", 4, (512 << 10, 8 << 20)),                # no symmetric memory on capability 8.0: NCCL from 8 MiB
+    ("rtx-pro-6000", 2, (8 << 20,)),                  # two PCIe GPUs: the one-stage kernel up to 8 MiB
+    ("rtx-pro-6000", 4, ()),                          # more than two PCIe GPUs: NCCL throughout
+    ("gb300", 8, ()),                                 # across two 4-GPU trays: no custom kernel
+])
+def test_vllm_switches_follow_its_dispatch(gpu, gpus, switches):
+    from ironlaw.measure.calibrate.commswitch import vllm_switches
+    assert vllm_switches(gpu, gpus) == switches

@@ -17,6 +17,12 @@ fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per d
     alpha_s = [2.5e-05, 2.7e-05, 9.0e-05]
     bus_Bps = [1.7e10, 3.4e11, 7.6e11]
     rows = 11                     # measured sizes the lines were fitted on
+    from_bytes = [0, 0, 262144]   # optional: the message size from which each line applies
+
+A curve with ``from_bytes`` is an engine's dispatch by size (an engine's own all-reduce changing kernel at fixed
+message sizes, not where one is faster: measure/calibrate/commswitch.py): its sizes fall into regimes, each from
+one of those sizes up to the next, and a size takes the fastest of the lines of its own regime only. Its lines
+are then (α, B, from_bytes) triples; a curve without it keeps (α, B) pairs, one regime from 0.
 
 A group on one node of a size the file has no curve for takes the curve of the nearest measured size
 below it (else above), its lines' α and bus bandwidth unchanged and the bus factor of its own size: a
@@ -77,10 +83,11 @@ DEEPEP_LL_MAX_TOKENS = 256        # tokens per rank the measured low-latency row
 DEEPEP_WIRE_BYTES = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5 + 1.0 / 16}
 
 CURVE_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall") + OWN_ALLREDUCE + DEEPEP + DEEPEP_LL + MNNVL
-CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows")
+CURVE_FIELDS = ("collective", "gpus", "alpha_s", "bus_Bps", "rows", "from_bytes")
 MAX_LINES = 8
 MAX_ALPHA_S = 1.0
 MAX_BUS_BPS = 1e15
+MAX_FROM_BYTES = float(1 << 50)
 
 
 def bus_factor(collective: str, p: int) -> float:
@@ -89,13 +96,28 @@ def bus_factor(collective: str, p: int) -> float:
 
 
 def curve_time(lines, collective: str, p: int, nbytes):
-    """(alpha_s, beta_s) of the fastest line of ``lines`` ((α, B) pairs) at each message size."""
-    x = bus_factor(collective, p) * np.asarray(nbytes, dtype=float)
-    a = np.array([l[0] for l in lines]).reshape((-1,) + (1,) * x.ndim)
-    b = np.array([l[1] for l in lines]).reshape((-1,) + (1,) * x.ndim)
+    """(alpha_s, beta_s) of the fastest line of ``lines`` ((α, B) pairs, or (α, B, from_bytes) triples: the
+    fastest of the message size's own regime) at each message size."""
+    n = np.asarray(nbytes, dtype=float)
+    x = bus_factor(collective, p) * n
+    shape = (-1,) + (1,) * x.ndim
+    a = np.array([l[0] for l in lines]).reshape(shape)
+    b = np.array([l[1] for l in lines]).reshape(shape)
     beta = x[None] / b
-    pick = np.argmin(a + beta, axis=0)[None]
+    cost = a + beta
+    if any(len(l) > 2 for l in lines):
+        cost = np.where(in_regime(lines, n), cost, np.inf)
+    pick = np.argmin(cost, axis=0)[None]
     return np.take_along_axis(np.broadcast_to(a, beta.shape), pick, 0)[0], np.take_along_axis(beta, pick, 0)[0]
+
+
+def in_regime(lines, nbytes: np.ndarray) -> np.ndarray:
+    """(lines × sizes) whether each line's regime holds each message size: a size's regime starts at the largest
+    ``from_bytes`` at or below it (the smallest one for a size below them all)."""
+    start = np.array([float(l[2]) if len(l) > 2 else 0.0 for l in lines])
+    starts = np.unique(start)
+    at = starts[np.maximum(np.searchsorted(starts, nbytes, side="right") - 1, 0)]
+    return start.reshape((-1,) + (1,) * nbytes.ndim) == at[None]
 
 
 def nearest(curves: dict, collective: str, p: int):
@@ -135,7 +157,13 @@ def check_curves(items: object, where: str) -> dict:
             raise IronlawError(f"{w}.rows: must be a whole number ≥ 0, got {rows!r}")
         if (name, p) in out:
             raise IronlawError(f"{w}: a second curve for {name} on {p} GPUs")
-        out[(name, p)] = tuple(zip(alpha, bus))
+        if "from_bytes" in c:
+            start = _numbers(c, "from_bytes", w, MAX_FROM_BYTES, True)
+            if len(start) != len(alpha):
+                raise IronlawError(f"{w}: from_bytes must have one entry per line ({len(start)} vs {len(alpha)})")
+            out[(name, p)] = tuple(zip(alpha, bus, start))
+        else:
+            out[(name, p)] = tuple(zip(alpha, bus))
     return out
 
 

@@ -3,7 +3,12 @@
 Each curve (collective, group size on one node) is fitted on its own: at most ``LINES`` lines
 T = α_i + f(p)·n/B_i (NCCL's protocols LL, LL128, Simple), each by least relative squares reweighted against
 outliers, every size assigned to the line that is fastest there, lines re-fitted until the assignment
-settles (k-lines), α ≥ 0 and B > 0 throughout. ``split`` keeps every other measured size for the fit and
+settles (k-lines), α ≥ 0 and B > 0 throughout. ``fewest`` fits 1 to ``LINES`` lines and keeps the count with the
+least mean relative error on the fitted sizes (the fewer on a tie): k-lines need not settle, and with few sizes a
+line fitted on the large ones, its α barely held there, can undercut the small ones (vLLM's curves take it). A
+curve whose engine changes kernel at given sizes (``switches``, measure/calibrate/commswitch.py) is fitted regime
+by regime, each its own lines (``fewest``) tagged with the size it starts at; a regime with one fitted size takes a
+line through it, one with none joins the regime below. ``split`` keeps every other measured size for the fit and
 leaves the rest to score it. Rows come in as arrays: reading a table is the reader's business; numpy only.
 """
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...machine.network.curves import CURVE_COLLECTIVES, bus_factor, curve_time
+from ...machine.network.curves import CURVE_COLLECTIVES, MAX_BUS_BPS, bus_factor, curve_time
 
 LINES = 3                 # NCCL's protocols: LL, LL128, Simple
 MIN_POINTS = 2            # sizes a line needs
@@ -29,8 +34,12 @@ def fit_line(x: np.ndarray, t: np.ndarray, iters: int = 20) -> tuple[float, floa
     return a, s
 
 
-def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) -> tuple[tuple[float, float], ...]:
-    """((α_s, bus_Bps), …) of one measured curve, sorted by α (module docstring)."""
+def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES, switches: tuple = (),
+              fewest: bool = False) -> tuple[tuple[float, ...], ...]:
+    """((α_s, bus_Bps), …) of one measured curve, sorted by α; with ``switches``, ((α_s, bus_Bps, from_bytes), …)
+    regime by regime; ``fewest``: of 1 to ``lines`` lines, the count that fits best (module docstring)."""
+    if switches:
+        return fit_regimes(collective, gpus, nbytes, time_s, switches, lines)
     if collective not in CURVE_COLLECTIVES:
         raise IronlawError(f"no measured curve form for collective '{collective}' ({', '.join(CURVE_COLLECTIVES)})")
     n, t = np.asarray(nbytes, float), np.asarray(time_s, float)
@@ -39,7 +48,19 @@ def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) ->
                            f"on ≥ 2 GPUs")
     order = np.argsort(n)
     x, t = bus_factor(collective, gpus) * n[order], t[order]
-    groups = np.array_split(np.arange(len(x)), max(1, min(lines, len(x) // MIN_POINTS)))
+    best, err = (), np.inf
+    for k in range(1 if fewest else lines, lines + 1):
+        fits = _k_lines(x, t, k)
+        e = float(np.mean(np.abs(np.min([a + x * s for a, s in fits], axis=0) / t - 1)))
+        if e < err - 1e-9:
+            best, err = fits, e
+    return tuple((a, 1.0 / s) for a, s in sorted(best))
+
+
+def _k_lines(x: np.ndarray, t: np.ndarray, k: int) -> list:
+    """[(α, 1/B), …]: at most ``k`` lines, every size assigned to the fastest, re-fitted until that settles (or
+    ``ITERATIONS`` rounds: nearly parallel lines can swap their sizes round after round)."""
+    groups = np.array_split(np.arange(len(x)), max(1, min(k, len(x) // MIN_POINTS)))
     fits = [fit_line(x[g], t[g]) for g in groups]
     for _ in range(ITERATIONS):
         pick = np.argmin([a + x * s for a, s in fits], axis=0)
@@ -47,7 +68,31 @@ def fit_lines(collective: str, gpus: int, nbytes, time_s, lines: int = LINES) ->
         if new == fits:
             break
         fits = new
-    return tuple((a, 1.0 / s) for a, s in sorted(fits))
+    return fits
+
+
+def fit_regimes(collective: str, gpus: int, nbytes, time_s, switches, lines: int = LINES) -> tuple:
+    """((α_s, bus_Bps, from_bytes), …): each regime's lines from its first size, the regimes split at ``switches``
+    (bytes), a regime with no size merged into the one below, each regime's lines ``fit_lines``; a regime with one
+    size takes a line through it at the bus bandwidth of the fastest line of the regime above it (else below): one
+    time cannot tell a latency from a bandwidth."""
+    n, t = np.asarray(nbytes, float), np.asarray(time_s, float)
+    starts = [0.0] + sorted(float(x) for x in switches)
+    regime = np.searchsorted(starts, n, side="right") - 1
+    held = [j for j in range(len(starts)) if (regime == j).any()]
+    rows = [(regime >= j) & (regime < (held[k + 1] if k + 1 < len(held) else len(starts))) for k, j in enumerate(held)]
+    fitted = [fit_lines(collective, gpus, n[r], t[r], lines, fewest=True) if r.sum() >= MIN_POINTS else None
+              for r in rows]
+    if all(f is None for f in fitted):
+        return fit_lines(collective, gpus, n, t, lines)
+    out = []
+    for k, (j, r, f) in enumerate(zip(held, rows, fitted)):
+        if f is None:
+            near = next(g for g in fitted[k + 1:] + fitted[:k][::-1] if g is not None)
+            bus = max(b for _, b in near)
+            f = ((max(float(t[r][0] - bus_factor(collective, gpus) * n[r][0] / bus), 0.0), bus),)
+        out += [(a, b, starts[j] if k else 0.0) for a, b in f]
+    return tuple(out)
 
 
 def predict_s(lines, collective: str, gpus: int, nbytes) -> np.ndarray:
