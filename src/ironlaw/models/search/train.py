@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core.errors import IronlawError
 from ...machine.hardware import UNIT_NAMES
-from .. import dispatcher, parallel, workloads
+from .. import dispatcher, workloads
 from ..parallel import recompute
 from . import engines, fast, space
 
