@@ -156,6 +156,8 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
     for gpu, dt, path, routing, version, rows in got:
         kern, err, before, n_fit = fit_class(gpu, dt, rows, routing, a.framework, version)
         pairs = rules.pair_kernel(a.framework, dt, gpu)
+        if pairs:                  # the serving step adds the same bytes under EP (``serving.tpexperts``)
+            kern[f"moe_rows.{dt}"]["pairs"] = pairs
         said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
         if rules.holds(rules.MOE_UNALIGNED_K, (a.framework, dt), gpu):
             said += " (unaligned inter/TP: moefit.fit per_unaligned, c_k; kernelfit.rules.MOE_UNALIGNED_K)"

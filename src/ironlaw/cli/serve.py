@@ -47,7 +47,8 @@ def serve(
     serial: bool = typer.Option(False, "--serial/--overlap", help="compose terms serially or overlapped"),
     max_throughput: bool = typer.Option(False, "--max-throughput",
                                         help="offline max throughput, as `trtllm-bench throughput` measures it"),
-    ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp)"),
+    ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp): with "
+                    "--attention-dp TensorRT-LLM's recipe, without it (--engine vllm|sglang) EP under TP attention"),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
     kv_fraction: Optional[float] = typer.Option(None, "--kv-fraction", click_type=FRACTION, help=KV_HELP),

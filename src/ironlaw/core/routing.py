@@ -221,3 +221,26 @@ TRITON_K_ALIGN = 16
 def unaligned(k) -> np.ndarray:
     """Whether a GEMM's K is not a multiple of ``TRITON_K_ALIGN`` (its K-contiguous rows unaligned)."""
     return np.mod(np.asarray(k, float), TRITON_K_ALIGN) != 0
+
+
+# kernel -> (elements per i', per h) a token-expert pair routed to another rank's experts moves (bf16) in a fused-MoE
+# layer whose intermediates span every pair of the step under EP (``pairs_bytes``; a measured class states its kernel
+# as ``pairs`` on its routed rows, measure/calibrate/moefit.py ``terms``). "triton": vLLM's and SGLang's Triton fused
+# MoE, ``moe_align_block_size`` maps other ranks' experts to −1 through the ``expert_map`` and ``fused_moe_kernel``
+# writes zeros to those blocks' rows of both GEMMs' outputs (``write_zeros_to_output``: 2·i' up, h down), the
+# activation runs on the whole M·top-k gate-up cache (3·i': 2·i' read, i' written) and the top-k sum reads every down
+# row (h) (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's python/sglang/srt/layers/moe/fused_moe_triton/
+# fused_moe_triton_kernels.py, ``fused_moe_kernel`` under ``filter_expert``). "marlin": vLLM's Marlin MoE, whose
+# align drops the invalid experts (``ignore_invalid_experts``) so its gate-up GEMM writes no zeros, but the
+# activation spans the whole cache (3·i'), the down output is zeroed (``output.zero_()`` under an ``expert_map``, h)
+# and summed over top-k (h) (vllm/model_executor/layers/fused_moe/fused_marlin_moe.py, ``_fused_marlin_moe``)
+PAIR_KERNELS = {"triton": (5.0, 2.0), "marlin": (3.0, 2.0)}
+PAIR_BYTES = 2.0          # the intermediates between the fused MoE's kernels: bf16
+
+
+def pairs_bytes(kernel: str, pairs, local_rows, hidden, inter):
+    """The bytes a fused-MoE layer whose intermediates span every token-expert pair of the step moves beyond its own
+    routed rows, for each of the ``pairs`` − ``local_rows`` pairs routed to another rank's experts (bf16):
+    ``PAIR_KERNELS[kernel]`` = (elements per i', per h), ``inter`` the rank's i'. 0 where every pair is local (EP 1)."""
+    per_i, per_h = PAIR_KERNELS[kernel]
+    return PAIR_BYTES * np.maximum(np.asarray(pairs, float) - local_rows, 0.0) * (per_i * inter + per_h * hidden)

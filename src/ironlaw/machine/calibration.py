@@ -21,7 +21,7 @@ from ..core.gemmshape import (EXPERT_S_MAX, TOKEN_S_MAX, GEMV_PASS_MAX, GEMV_ROW
                               LATENCY_TILE_POWER_MAX, TILE_HEAD_DIM_S_MAX)
 from ..core.graph import CLASSES, DTYPE_BYTES, FRONTENDS, KINDS
 from ..core.keyblocks import KEY_BLOCK_KERNELS
-from ..core.routing import M_BLOCKS
+from ..core.routing import M_BLOCKS, PAIR_KERNELS
 from ..core.splitkv import CHUNK_OCCUPANCY, CHUNK_PLANS, MMHA_OCCUPANCY, MMHA_THREADS, PLAN_BLOCKS_PER_SM
 
 SCHEMA = "ironlaw.calibration/1"
@@ -31,9 +31,10 @@ MAX_LATENCY_S = 1.0
 SHAPE_KINDS = ("conv", "attention")          # kinds with a GEMM shape table besides matmul
 FRAMEWORK_FIELDS = ("framework_s", "framework_share")
 OP_FIELDS = ("compute", "memory", "latency_s")
-# a kernel class without a GEMM shape table: an op's fields, and an MoE layer's seconds per token it takes in
-# (``token_s``: ``efficiency.token_setup_s``)
-KERNEL_OP_FIELDS = (*OP_FIELDS, "token_s")
+# a kernel class without a GEMM shape table: an op's fields, an MoE layer's seconds per token it takes in
+# (``token_s``: ``efficiency.token_setup_s``) and, on a fused-MoE layer's routed rows, the kernel whose intermediates
+# span every token-expert pair of the step under EP (``pairs``: ``core.routing.PAIR_KERNELS``, ``pairs_bytes``)
+KERNEL_OP_FIELDS = (*OP_FIELDS, "token_s", "pairs")
 TOP_FIELDS = ("schema", "source", "fitted", "held_out", "matmul", "compute", "memory", "latency_s",
               "conv", "attention", "op", "kernel", "framework_s", "framework_share", "frontend", "provenance")
 # [calibration.provenance."<what was fitted>"]: the measured table each fitted group came from
@@ -509,6 +510,8 @@ def _check_op_tables(cal: dict, where: str) -> None:
             for key in p:
                 if key not in fields:
                     raise unknown(f"field in {w}", key, fields)
+            if "pairs" in p and p["pairs"] not in PAIR_KERNELS:
+                raise IronlawError(f"{w}.pairs: must be one of {', '.join(PAIR_KERNELS)}, got {p['pairs']!r}")
             _num(p, "token_s", w, TOKEN_S_MAX, zero_ok=True)
             _num(p, "compute", w, 1.0 + 1e-9)
             _num(p, "memory", w, MAX_MEMORY_ETA)

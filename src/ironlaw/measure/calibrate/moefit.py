@@ -78,8 +78,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.graph import dtype_bytes
-from ...core.routing import (DRAWS, balanced_local, block_m, grouped_balanced_local, padded_rows,  # noqa: F401
-                             power_law_local, routing_of, torch_router, uniform_local, unaligned)
+from ...core.routing import (DRAWS, PAIR_KERNELS, balanced_local, block_m, grouped_balanced_local,  # noqa: F401
+                             padded_rows, pairs_bytes, power_law_local, routing_of, torch_router, uniform_local,
+                             unaligned)
 
 HALF_BYTES = 2.0          # activations between the MoE kernels: bf16
 FP8_BLOCK = "fp8_block"   # block-scaled FP8 weights (the tables' moe_dtype; DeepSeek-V3's quantization_config)
@@ -91,17 +92,6 @@ UNIFORM = "uniform"
 # the weights' stream bound η_w of a table whose collector replays the same experts' weights call after call
 # (aiconfigurator's MoE collectors): an expert re-read from the L2 may beat HBM
 STREAM_MAX = 1.5
-# kernel -> (elements per i', per h) a pair routed to another rank's experts moves in a layer run over every
-# token-expert pair of the step (``pairs_bytes``). "triton": vLLM's and SGLang's Triton fused MoE under EP,
-# ``moe_align_block_size`` maps other ranks' experts to −1 through the ``expert_map`` and ``fused_moe_kernel`` writes
-# zeros to those blocks' rows of both GEMMs' outputs (``write_zeros_to_output``: 2·i' up, h down), the activation runs
-# on the whole M·top-k gate-up cache (3·i': 2·i' read, i' written) and the top-k sum reads every down row (h)
-# (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's python/sglang/srt/layers/moe/fused_moe_triton/
-# fused_moe_triton_kernels.py, ``fused_moe_kernel`` under ``filter_expert``). "marlin": vLLM's Marlin MoE,
-# whose align drops the invalid experts (``ignore_invalid_experts``) so its gate-up GEMM writes no zeros, but the
-# activation spans the whole cache (3·i'), the down output is zeroed (``output.zero_()`` under an ``expert_map``, h)
-# and summed over top-k (h) (vllm/model_executor/layers/fused_moe/fused_marlin_moe.py, ``_fused_marlin_moe``)
-PAIR_KERNELS = {"triton": (5.0, 2.0), "marlin": (3.0, 2.0)}
 COMPUTE_DTYPE = {FP8_BLOCK: "fp8", W4A16_MXFP4: "bf16"}  # a weight format -> the tensor-core dtype its GEMMs run in
 STORED_DTYPE = {W4A16_MXFP4: "mxfp4"}   # a weight-only format -> the dtype its weights are stored in
 
@@ -179,14 +169,6 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     down = unaligned(i) * (w / bw_Bps + f / peak_flops) / 3.0
     return np.stack([np.ones_like(t), w / bw_Bps, f / peak_flops, a / bw_Bps, g / bw_Bps, local, t, u, torch,
                      logits / bw_Bps, down], 1)
-
-
-def pairs_bytes(kernel: str, pairs, local_rows, hidden, inter):
-    """The bytes a fused-MoE layer whose intermediates span every token-expert pair of the step moves beyond its own
-    routed rows (``terms``' A), for each of the ``pairs`` − ``local_rows`` pairs routed to another rank's experts
-    (bf16): ``PAIR_KERNELS[kernel]`` = (elements per i', per h). 0 where every pair is local (EP 1)."""
-    per_i, per_h = PAIR_KERNELS[kernel]
-    return HALF_BYTES * np.maximum(np.asarray(pairs, float) - local_rows, 0.0) * (per_i * inter + per_h * hidden)
 
 
 def fit(x: np.ndarray, time_s: np.ndarray, iters: int = 20, per_expert: bool = False,

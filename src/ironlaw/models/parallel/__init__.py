@@ -47,7 +47,8 @@ from .overlap import TP_OVERLAP, ep_overlap_hidden, ep_overlap_hidden_s, tp_over
     tp_overlap_hidden_s
 from .pipeline import bubble_s, first_stage, p2p_transfer_s, pipeline_p2p_s, plan_pipeline_p2p_s, stage_ops, \
     with_recompute
-from .plan import MAX_IMBALANCE, RECOMPUTE, Plan, check_model, check_redundant, graph_scopes, make_plan
+from .plan import (MAX_IMBALANCE, RECOMPUTE, Plan, check_model, check_redundant, check_redundant_slots, graph_scopes,
+                   make_plan)
 from .results import MODEL_FLOPS, DeviceMemory, StepBreakdown, StepEstimate, StepFlops
 from .shards import (ParamShards, expert_dp_ranks, expert_param, experts_apart, param_shards, params_split,
                      shard_groups)
@@ -72,7 +73,8 @@ __all__ = [
     "tp_overlap_hidden_s",
     "bubble_s", "first_stage", "p2p_transfer_s", "pipeline_p2p_s", "plan_pipeline_p2p_s", "stage_ops",
     "with_recompute",
-    "MAX_IMBALANCE", "RECOMPUTE", "Plan", "check_model", "check_redundant", "graph_scopes", "make_plan",
+    "MAX_IMBALANCE", "RECOMPUTE", "Plan", "check_model", "check_redundant", "check_redundant_slots", "graph_scopes",
+    "make_plan",
     "MODEL_FLOPS", "DeviceMemory", "StepBreakdown", "StepEstimate", "StepFlops",
     "ParamShards", "expert_dp_ranks", "expert_param", "experts_apart", "param_shards", "params_split",
     "shard_groups",

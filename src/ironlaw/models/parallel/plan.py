@@ -141,6 +141,16 @@ def check_redundant(r, graph: Graph | None = None) -> int:
     return r
 
 
+def check_redundant_slots(r, graph: Graph) -> int:
+    """``--redundant-experts N`` as ``search`` checks it for training and serving layouts alike: a count of slots
+    (``check_redundant``) of ``graph``'s model, and where N > 0 at most its experts (``check_model`` with every
+    degree 1: the EP degrees are the search's)."""
+    r = check_redundant(r, graph)
+    if r:
+        check_model(graph, 1, 1, 1, 1, 1, r)
+    return r
+
+
 def _redundant(o: dict, ep: int, graph: Graph | None = None) -> int:
     """``--redundant-experts N``: N extra expert slots over the EP group (DeepSeek's EPLB: 256 + 32 over 72);
     ``check_redundant``'s, and an EP group to spread them over."""

@@ -419,13 +419,12 @@ def _redundant_offline(redundant: int, slo: str | None) -> None:
 
 def _check_redundant(g, redundant: int, engine: str, given: str | None, hw) -> None:
     """``--redundant-experts N`` as ``serve --max-throughput`` checks it: a count of slots of a model with routed
-    experts, at most the experts (``parallel.check_redundant``, ``check_model``), on TensorRT-LLM's wide-EP
+    experts, at most the experts (``parallel.check_redundant_slots``), on TensorRT-LLM's wide-EP
     (``machine.engines.check_wide_ep``, serve's refusal, naming the engine as --serve-engine or the device's
     default)."""
     from ...machine.engines import check_wide_ep, named
     from .. import parallel
-    parallel.check_redundant(redundant, g)
-    parallel.check_model(g, 1, 1, 1, 1, 1, redundant)
+    parallel.check_redundant_slots(redundant, g)
     check_wide_ep(engine, None, redundant, named(engine, given, hw, "--serve-engine"))
 
 

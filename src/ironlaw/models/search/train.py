@@ -157,16 +157,6 @@ def step_notes(settings: dict, g, hw, composition: str) -> list[str]:
     return out
 
 
-def check_redundant(n, g) -> int:
-    """``--redundant-experts N`` as ``analyze`` checks it (``parallel.check_redundant``; at most the experts:
-    ``parallel.check_model``); the EP degrees are the space's (``space.Space.redundant``)."""
-    from .. import parallel
-    n = parallel.check_redundant(n, g)
-    if n:
-        parallel.check_model(g, 1, 1, 1, 1, 1, n)
-    return n
-
-
 def check_dispatcher(settings: dict, spec: str, experts: int, fixed_ep: int | None) -> None:
     """``--moe-dispatcher``: a name ``dispatcher.check`` knows; flex applies to the layouts with EP > 1, so it is
     refused only where no layout has any: EP fixed to 1, or a model without experts."""
@@ -306,7 +296,7 @@ def search(spec: str, on, gpus: int, global_batch: int, seq: int, dtype: str | N
     build_topology(hw, gpus, nodes)                              # devices per node the fabric can join
     g = training_model(spec, hw, seq, dtype, options)
     m = g.meta
-    red = check_redundant((settings or {}).get("redundant_experts") or 0, g)
+    red = parallel.check_redundant_slots((settings or {}).get("redundant_experts") or 0, g)
     sp = space.Space(gpus, global_batch, seq, int(m["layers"]), int(m["heads"]), int(m.get("kv_heads", m["heads"])),
                      int(m.get("experts", 0) or 0), {k: v for k, v in (fixed or {}).items() if v is not None},
                      gpus_per_node=gpus // nodes, redundant=red)

@@ -210,7 +210,9 @@ def check_context(spec: str, meta: dict, prompt: int, output: int) -> None:
                            f"context of {spec} (the positions its config states); an engine refuses such a request")
 
 
-def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
+def _check_layout(spec: str, meta: dict, lay: Layout, framework: str = "") -> None:
+    """One line where the layout cannot be served; ``framework``: vLLM's or SGLang's name where the engine runs EP
+    under TP attention (``serving.tpexperts``), empty for TensorRT-LLM."""
     experts = int(meta.get("experts", 0) or 0)
     if lay.attention_dp and not experts:
         raise IronlawError(f"--attention-dp needs a mixture-of-experts model; {spec} is dense (use --tp alone)")
@@ -230,9 +232,8 @@ def _check_layout(spec: str, meta: dict, lay: Layout) -> None:
         raise IronlawError(f"--ep {lay.ep} does not divide the {what} of {spec}; use a divisor of "
                            f"{experts + lay.redundant_experts}"
                            f"{' or --redundant-experts N so that it does' if not lay.redundant_experts else ''}")
-    if lay.ep > 1 and not lay.attention_dp:
-        raise IronlawError(f"--ep {lay.ep} is modelled with attention data parallelism (TensorRT-LLM's MoE recipe); "
-                           f"add --attention-dp")
+    from .tpexperts import check_ep_under_tp
+    check_ep_under_tp(lay, framework)
     if lay.attention_dp and lay.ep != lay.tp:
         raise IronlawError(f"--attention-dp shards the experts over the TP group, so --ep equals --tp: use --tp "
                            f"{lay.ep} --ep {lay.ep}" + (f" or --tp {lay.tp} --ep {lay.tp}" if lay.tp > 1 else ""))
@@ -432,7 +433,7 @@ def prepare(spec, hw, lay: Layout, dtype, kv_dtype, prompt, output, kv_fraction,
     else:
         from .lengths import check_context as check_each
         check_each(lengths, spec, meta.get("context_tokens"))
-    _check_layout(spec, meta, lay)
+    _check_layout(spec, meta, lay, constants.framework_moe)
     kv_all = 2.0 * meta["layers"] * max(lay.tp, meta["kv_heads"]) * meta["head_dim"] * dtype_bytes(kv_dtype)
     cap = hw.memory[hw.device_tier].capacity_bytes
     limits = engine_limits(float(meta["params"]), stored_bytes_per_param(meta, dtype), kv_all, cap, lay.gpus, lay.pp, prompt,

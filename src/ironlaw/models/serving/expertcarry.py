@@ -131,9 +131,11 @@ def tp_layer(constants, hw, dtype: str, lay, recipe: str | None = None):
     ``moe_tp_size`` > 1 (aiconfigurator collector/vllm/collect_moe.py ``run_moe_torch``: ``FusedMoE`` built with
     tp_size = moe_tp_size; collector/sglang/collect_moe.py ``run_moe_torch``: inter_size // moe_tp_size), fitted
     with them (measure/calibrate/moefit.py ``terms``: i' = inter_size / moe_tp_size). The step's routed GEMMs carry
-    that shape after ``parallel.tp_shard`` (N or K over TP, FLOPs and weights too)."""
+    that shape after ``parallel.tp_shard`` (N or K over TP, FLOPs and weights too). With EP = TP under TP attention
+    (vLLM ``--enable-expert-parallel``, SGLang ``--ep-size``) the same fit prices each GPU's E/ep whole experts, the
+    layer its tables time at ``moe_ep_size`` = EP (``serving.tpexperts``)."""
     from .step import GROUPED_GEMM, moe_kernels
-    if constants.moe_tables or not constants.own_moe or lay.tp == 1 or lay.ep > 1 or lay.attention_dp:
+    if constants.moe_tables or not constants.own_moe or lay.tp == 1 or lay.ep not in (1, lay.tp) or lay.attention_dp:
         return constants
     gemm, _, carried_to = moe_kernels(hw, dtype, recipe)
     if gemm == GROUPED_GEMM or carried_to is not None or gemm.rsplit(".", 1)[1] not in constants.own_moe:
@@ -178,18 +180,20 @@ def notes(run, ests) -> list[str]:
                           if op.attrs.get("kernel_for")})
     for want, used in carried_for:
         out.append(f"{want} priced on {used}: {hw.name} has no {want} fitted on measured kernel tables")
-    if routed and c.framework_moe and run.lay.tp > 1 and run.lay.ep == 1 and not run.lay.attention_dp:
-        out.append(tp_note(c, hw, dtype, run.lay.tp, ests))
+    if routed and c.framework_moe and run.lay.tp > 1 and not run.lay.attention_dp:
+        out.append(tp_note(c, hw, dtype, run.lay.tp, ests, run.lay.ep))
     return out
 
 
-def tp_note(c, hw, dtype: str, tp: int, ests) -> str:
-    """What prices a routed layer TP shards under vLLM or SGLang (``tp_layer``): the framework's fused-MoE fit at
-    the sharded shape, or why the expert η instead."""
+def tp_note(c, hw, dtype: str, tp: int, ests, ep: int = 1) -> str:
+    """What prices a routed layer TP shards under vLLM or SGLang (``tp_layer``), or EP = TP shards under TP attention
+    (``serving.tpexperts``): the framework's fused-MoE fit at the sharded shape, or why the expert η instead."""
     from ..precision import moe_recipe
     fw, fmt = c.framework_moe, moe_recipe(ests[0].graph) or dtype
     head = (f"routed experts: TP {tp} shards every expert (intermediate / {tp} per GPU, {fw}'s default without "
-            f"expert parallelism)")
+            f"expert parallelism)" if ep == 1 else
+            f"routed experts: EP {ep} under TP attention, whole experts, every token on each GPU, the TP all-reduce "
+            f"combining ({fw}'s expert parallelism without data parallelism)")
     if c.moe_tables:
         return f"{head}, priced on {fw}'s fused-MoE fit in {fmt} at that shape"
     return (f"{head}, priced on the H100-fitted expert constants: {hw.name} has no {fw} fused-MoE fit in {fmt} "

@@ -246,7 +246,8 @@ def exchange_plan(hw, meta: dict, lay, dtype: str) -> dict:
     return out
 
 
-def _expert_op(op, share: float, weight_scale: float):
+def expert_share(op, share: float, weight_scale: float):
+    """A rank's routed expert op: ``share`` of ``op``'s FLOPs and traffic, its weights times ``weight_scale``."""
     o = copy.copy(op)
     o.flops = op.flops * share
     o.vector_flops = op.vector_flops * share
@@ -259,14 +260,14 @@ def _expert_op(op, share: float, weight_scale: float):
 
 def pooled_combine(op, share: float, dp: int):
     """The routed rows' combine on one EP rank of the all-gather exchange: it sums the rank's own routed rows
-    (``share`` of the step's, as ``_expert_op``) into an output row for every token the ranks pooled (``dp`` times
+    (``share`` of the step's, as ``expert_share``) into an output row for every token the ranks pooled (``dp`` times
     the rank's own), which the reduce-scatter then sums over the ranks. TensorRT-LLM's CUTLASS fused MoE under
     attention DP runs on the gathered tokens and its finalize writes each one's row (fused_moe_cutlass.py,
     Apache-2.0); the fused-MoE tables time the layer so at the pooled token count, and the fitted rows' term
     counts that write (measure/calibrate/moefit.py: (R + t)·h, t the layer's tokens). Applied to a combine whose
     class was fitted so (``attrs["pooled_write"]``, set by ``step.grouped`` on the measured rows class); on the
     end-to-end expert η (FITTED) the combine stays the rank's own tokens, as those η were fitted with it."""
-    o = _expert_op(op, share, 1.0)
+    o = expert_share(op, share, 1.0)
     write = op.bytes_written
     o.bytes["activations"] = (op.bytes.get("activations", 0.0) - write) * share + write * dp
     o.bytes_written = write * dp
@@ -275,13 +276,15 @@ def pooled_combine(op, share: float, dp: int):
     return o
 
 
-def _busiest(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
+def busiest_share(lay, tokens: float, e: int, k: int) -> tuple[float, float]:
     """(the busiest rank's routed rows, its experts' weights) over those of ``tokens`` tokens routed over all
     ``e`` experts (how the unsharded step's expert ops are built): ``Layout.routing``'s at the pooled tokens, or
-    uniform routing times ``expert_imbalance`` over the e + redundant slots."""
+    uniform routing times ``expert_imbalance`` over the e + redundant slots: dp/ep of the step's rows (1 under
+    attention DP, where dp = ep; 1/ep with EP under TP attention, ``serving.tpexperts``)."""
     if lay.routing is None:
         slots = e + lay.redundant_experts
-        return lay.expert_imbalance, _touched(slots, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens)
+        return (lay.expert_imbalance * lay.dp / lay.ep,
+                _touched(slots, k, tokens * lay.dp) / lay.ep / _touched(e, k, tokens))
     from ...core.routing import slowest_rank
     rows, used = slowest_rank(lay.routing, tokens * lay.dp, e, k, lay.ep)
     return rows / (tokens * k), used / _touched(e, k, tokens)
@@ -312,7 +315,7 @@ def shard_attention_dp(g: Graph, hw, lay, dummy_pad: bool = False) -> Graph:
     e, k, ep = int(meta["experts"]), int(meta.get("experts_per_token", 1)), lay.ep
     tokens = float(meta["tokens"])
     _check_ll_tokens(lay, tokens)
-    share, weight_scale = _busiest(lay, tokens, e, k)
+    share, weight_scale = busiest_share(lay, tokens, e, k)
     if dummy_pad:
         share *= dummy_padding(meta, lay, e, k)
     ops = []
@@ -324,7 +327,7 @@ def shard_attention_dp(g: Graph, hw, lay, dummy_pad: bool = False) -> Graph:
         if op.attrs.get("role") == "column":          # the experts' first GEMM (up) and last (down)
             ops += [o for phase, o in exchange_ops if phase != "combine"]
         pooled = op.attrs.get("pooled_write") and (lay.dispatcher or exchange(hw)) == "allgather"
-        ops.append(pooled_combine(op, share, lay.dp) if pooled else _expert_op(op, share, weight_scale))
+        ops.append(pooled_combine(op, share, lay.dp) if pooled else expert_share(op, share, weight_scale))
         if op.attrs.get("role") == "row":
             ops += [o for phase, o in exchange_ops if phase == "combine"]
     return Graph(f"{g.name} [attention DP {lay.dp}, EP {ep}]", g.phase, g.dtype, ops, footprint=dict(g.footprint),

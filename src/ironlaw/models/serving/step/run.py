@@ -89,6 +89,9 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
     if run.lay.attention_dp:
         from ..parallel import shard_attention_dp
         g = shard_attention_dp(g, run.hw, run.lay, run.constants.pad_on_dummy)
+    elif run.lay.ep > 1:                             # vLLM's and SGLang's EP under TP attention
+        from ..tpexperts import shard_ep_under_tp
+        g = shard_ep_under_tp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
     prompts = max(contexts, 1.0) if prefill_tokens > 0 else 0.0
