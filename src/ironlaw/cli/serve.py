@@ -26,6 +26,10 @@ ASYNC_HELP = ("--engine vllm: vLLM's --async-scheduling (SchedulerConfig.async_s
               "with --pp > 1 (vLLM refuses it)")
 
 
+EP_HELP = ("max-throughput: expert-parallel degree (MoE; equals --tp): with --attention-dp TensorRT-LLM's recipe, "
+           "without it (--engine vllm|sglang) EP under TP attention")
+
+
 @app.command(short_help="Serve an LLM: TTFT, inter-token latency, tokens/s, KV cache.")
 def serve(
     spec: str = typer.Argument(..., help="a decoder LLM: llama3-8b, mixtral-8x7b, hf:config.json …"),
@@ -47,8 +51,7 @@ def serve(
     serial: bool = typer.Option(False, "--serial/--overlap", help="compose terms serially or overlapped"),
     max_throughput: bool = typer.Option(False, "--max-throughput",
                                         help="offline max throughput, as `trtllm-bench throughput` measures it"),
-    ep: int = typer.Option(1, "--ep", help="max-throughput: expert-parallel degree (MoE; equals --tp): with "
-                    "--attention-dp TensorRT-LLM's recipe, without it (--engine vllm|sglang) EP under TP attention"),
+    ep: int = typer.Option(1, "--ep", help=EP_HELP),
     attention_dp: bool = typer.Option(False, "--attention-dp", help="max-throughput: attention data parallel (MoE)"),
     pp: int = typer.Option(1, "--pp", help="max-throughput: pipeline stages"),
     kv_fraction: Optional[float] = typer.Option(None, "--kv-fraction", click_type=FRACTION, help=KV_HELP),
