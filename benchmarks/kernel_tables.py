@@ -359,7 +359,8 @@ def main() -> int:
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fit nothing (GEMM, "
                     "attention and MLA classes only)")
     ap.add_argument("--op", action="append", choices=("gemm", "context_attention", "generation_attention",
-                                                      "context_mla", "generation_mla", "mla_bmm"),
+                                                      "context_mla", "generation_mla", "mla_bmm",
+                                                      "mla_context_module", "mla_generation_module"),
                     help="fit or score these tables only (default: all); with --write the other classes keep "
                          "their stored terms")
     ap.add_argument("--kernel-class", action="append", default=[],
