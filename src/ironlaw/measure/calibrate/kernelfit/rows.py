@@ -377,12 +377,12 @@ def mla_bmm_groups(t: KernelTable, half: dict | None = None) -> list[Group]:
 def module_groups(t: KernelTable) -> list[Group]:
     """A MLA module table's kernel classes (``MODULE_FRAMEWORKS``' tables; none for another framework's): one per
     projection dtype (``gemm_type``) and KV dtype, named ``serving.step.mla_module.module_kernel``. Each shape is
-    timed once, on the backend the framework ran it on: the table's ``kernel_source`` per row (vLLM's
-    ``get_attn_backend_cls``, vllm/platforms/cuda.py: on H100 and H200 FLASH_ATTN_MLA for a bf16 cache and FlashMLA
-    for fp8, which FLASH_ATTN_MLA does not take; FlashInfer MLA on B200, B300, GB200, GB300; Triton MLA on L40S and
-    RTX PRO 6000; a context table names FlashAttention's prefill past its short prompts), a shape timed by an opt-in
-    backend beside another (``MODULE_OPT_IN``) kept on the other. A dtype a table names that ironlaw does not run is
-    an error."""
+    timed once, on the backend the collector's vLLM ran it on (vllm/platforms/cuda.py ``get_attn_backend_cls``), as
+    the table's ``kernel_source`` names it per row: aiconfigurator-core 0.12.0's tables hold one decode backend per
+    dtype pair and GPU (H100, H200: FLASH_ATTN_MLA on a bf16 cache, FlashMLA on fp8; B200, B300, GB200, GB300:
+    FlashInfer MLA; L40S, RTX PRO 6000: Triton MLA) and, in a context table, FlashAttention's prefill past the
+    prompts the decode backend runs; a shape an opt-in backend times beside another (``MODULE_OPT_IN``) is kept on
+    the other. A dtype a table names that ironlaw does not run is an error."""
     from ....models.serving.step.mla_module import module_kernel
     if t.framework not in MODULE_FRAMEWORKS:
         return []

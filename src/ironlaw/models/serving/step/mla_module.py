@@ -115,20 +115,22 @@ def held(cal, phase: str, gemm_dtype: str, kv_dtype: str) -> bool:
     return cal is not None and module_kernel(phase, gemm_dtype, kv_dtype) in (cal.kernel or {})
 
 
-def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtype: str) -> tuple[Graph, str]:
+def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtype: str,
+                share=lambda op, f: op) -> tuple[Graph, str]:
     """(``g`` with its MLA attention module priced as the module class, a note saying so) where ``g`` is an MLA
     step and ``cal`` holds the class of every phase in ``calls``; (``g``, "") otherwise. ``calls``: per phase of
-    the step, (phase, batch, seq): the module called on ``batch`` sequences of ``seq`` tokens (a prefill chunk:
-    its tokens over the prompt's length, a share of one prompt). Every op of ``module_ops`` is dropped and the module
-    ops put where the first one stood: the projections are priced once, inside the module."""
+    the step, (phase, batch, seq, f): the module called on ``batch`` sequences of ``seq`` tokens, its work times
+    ``f`` through ``share`` (``graph.scaled``: a prefill chunk as its share of one prompt, the weights read once).
+    Every op of ``module_ops`` is dropped and the module ops put where the first one stood: the projections are
+    priced once, inside the module."""
     mla = g.meta.get("mla")
     old = module_ops(g)
     if not mla or not old or not calls or not all(held(cal, p, gemm_dtype, kv_dtype) for p, *_ in calls):
         return g, ""
     from ...workloads.hfconfig import MLA
     m, count = MLA(**mla), old[0].count
-    new = [module_op(m, int(g.meta["hidden"]), ModuleShape(heads, b, s, p, gemm_dtype, kv_dtype), count)
-           for p, b, s in calls]
+    new = [share(module_op(m, int(g.meta["hidden"]), ModuleShape(heads, b, s, p, gemm_dtype, kv_dtype), count), f)
+           for p, b, s, f in calls]
     first = g.ops.index(old[0])
     gone = {id(op) for op in old}
     ops = [op for op in g.ops[:first] if id(op) not in gone] + new + \

@@ -105,14 +105,14 @@ def module_step(run: EngineRun, g: Graph, decode: int, prefill_tokens: float, ba
     """``g`` (one attention rank's step, sharded) with an MLA model's attention module priced as the framework's
     module class where the engine's calibration holds it (``ServingConstants.mla_module``, ``with_module``): the
     decode sequences (``batch``: as the CUDA graph replays them, padded) at the step's context, the prompt tokens
-    as a share of a prompt; ``g`` as it is otherwise. The note saying so rides in ``meta["mla_module"]``."""
+    as their share of one prompt's module (as the step prices a prefill chunk's attention, ``step_graph``); ``g`` as it is otherwise. The note saying so rides in ``meta["mla_module"]``."""
     if not run.constants.mla_module or decode < 1 and prefill_tokens <= 0:
         return g
     heads = int(g.meta["heads"]) // (1 if run.lay.attention_dp else run.lay.tp)
     prompt = run.prefill_prompt or run.prompt
-    calls = ([("decode", batch, run.decode_context or run.prompt + run.output // 2)] if decode >= 1 else []) + \
-        ([("prefill", prefill_tokens / prompt, prompt)] if prefill_tokens > 0 else [])
-    out, note = with_module(g, run.law_hw.calibration, heads, calls, run.dtype, run.kv_dtype)
+    calls = ([("decode", batch, run.decode_context or run.prompt + run.output // 2, 1.0)] if decode >= 1 else []) + \
+        ([("prefill", 1, prompt, prefill_tokens / prompt)] if prefill_tokens > 0 else [])
+    out, note = with_module(g, run.law_hw.calibration, heads, calls, run.dtype, run.kv_dtype, scaled)
     if note:
         out.meta["mla_module"] = note
     return out
