@@ -19,7 +19,10 @@ leaves out those whose name holds it, which keep their stored terms), the way
 ``ironlaw calibrate --kernels DIR --gpu NAME --out FILE.toml`` writes a profile; ``--stored`` scores the terms the
 catalog holds on the same held-out rows, fitting nothing (minutes, not the fit's half hour); ``--regrid`` refits only
 each class's kernel grid over the stored shape terms and scores that (``--write`` stores it). ``--extract DIR`` writes the
-small attributed extract the tests fit on (tests/data/kernel_tables/). The same table then scores the
+small attributed extract the tests fit on (tests/data/kernel_tables/). ``--framework vllm --op mla_generation_module
+--op mla_context_module`` fits vLLM's whole MLA attention module tables as one class per projection and KV dtype
+(``kernelfit.rows.module_groups``; the classes ``serve --engine vllm`` prices an MLA module on, ``serving.step.
+mla_module``); TensorRT-LLM's module tables are not fitted (its engine prices the module op by op). The same table then scores the
 communication and MoE kernel classes (benchmarks/kernel_comm.py: NCCL collectives per GPU count on one node;
 benchmarks/kernel_moe.py: the fused MoE layer per weight dtype), each fitted and held out as its own script
 says (``--write`` there stores them).
@@ -359,7 +362,8 @@ def main() -> int:
     ap.add_argument("--stored", action="store_true", help="score the catalog's stored terms, fit nothing (GEMM, "
                     "attention and MLA classes only)")
     ap.add_argument("--op", action="append", choices=("gemm", "context_attention", "generation_attention",
-                                                      "context_mla", "generation_mla", "mla_bmm"),
+                                                      "context_mla", "generation_mla", "mla_bmm",
+                                                      "mla_context_module", "mla_generation_module"),
                     help="fit or score these tables only (default: all); with --write the other classes keep "
                          "their stored terms")
     ap.add_argument("--kernel-class", action="append", default=[],

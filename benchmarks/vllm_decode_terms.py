@@ -18,7 +18,10 @@ one layer and the step, beside what aiconfigurator-core 0.12.0's vLLM tables on 
     shared expert   gemm fp8 (per-tensor CUTLASS, the table's nearest device-time class at M = 4), [4, 7168] ×
                     [7168, 512] and [4, 256] × [256, 7168]
 
-Terms without a row at their shape print —. The fp8_block GEMM rows at M ≤ 17 are printed apart: they lie at
+Under ``--engine vllm`` the step prices the whole attention module on vLLM's own module class where the engine
+file holds it (``mla_module_decode_<gemm>_kv_<kv>``, fitted on the same mla_generation_module tables by
+benchmarks/kernel_tables.py --framework vllm --op mla_generation_module; ``serving.step.mla_module``), its BMMs
+inside it. Terms without a row at their shape print —. The fp8_block GEMM rows at M ≤ 17 are printed apart: they lie at
 55–62 µs (FlashInfer) and ~170 µs (CUTLASS) whatever N × K, above the whole graph-replayed attention module that
 runs three such GEMMs, so they do not time a replayed kernel. Last, the step with every kernel-table class's fixed
 latency paid whole (``kernel_latency_share`` 1 in place of the stored TensorRT-LLM H100 fit; a what-if, nothing
@@ -145,9 +148,14 @@ def main() -> int:
             print(row(term, n, mine, t, per_step[term], t * n, src))
         else:
             print(row(term, n or 1, mine, None, per_step[term], None, ""))
-    bmm = each["attention.q_absorb"] + each["attention.v_up"]
     t, src = table["MLA BMMs"]
-    print(row("  of it, BMMs", layers, bmm, t, bmm * layers, t * layers, src))
+    if "attention.q_absorb" in each:
+        bmm = each["attention.q_absorb"] + each["attention.v_up"]
+        print(row("  of it, BMMs", layers, bmm, t, bmm * layers, t * layers, src))
+    else:
+        module = next(op.attrs["kernel"] for op in est.graph.ops if op.name.startswith("attention.module"))
+        print(f"{'  of it, BMMs':<18} {layers:>6} {'—':>11} {t:>9.1f} {'—':>14} {t * layers / 1e3:>8.2f} ms  {src}; "
+              f"ironlaw prices them inside the module class {module}")
     t, src = table["fp8_block GEMM rows, M = 4"]
     print(f"not read: {src}")
     print(f"total: ironlaw {sum(per_step.values()) / 1e3:.2f} ms")

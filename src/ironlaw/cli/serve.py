@@ -141,6 +141,7 @@ def _online_lines(res, spec: str, tp: int, prompt: int, output: int, concurrency
              f"{concurrency}, {d['dtype']}, KV {est.kv_dtype}{f', chunked prefill {est.chunk}' if est.chunk else ''}"] + \
         lengths_lines(d.get("lengths")) + _engine_lines(d) + expert_lines(d) + [
              f"steps: {d['step_model']['name']} step model ({d['step_model']['rule']})",
+             *(f"note: {n}" for n in d.get("notes") or ()),
              f"TTFT {fmt_time(d['ttft_s'])} · inter-token {fmt_time(d['itl_s'])} · {fmt_num(d['tokens_per_s'])} tokens/s "
              f"({_per_device(d)}{fmt_num(d['tokens_per_s_per_sequence'])} per sequence) · request "
              f"{fmt_time(d['request_latency_s'])}",

@@ -42,6 +42,12 @@ COLUMNS = {                                   # op (the file's ``<op>_perf`` ste
     # multi-head latent attention (DeepSeek-V3's dims): num_heads per GPU, step the cached tokens (generation)
     "context_mla": ("device", "mla_dtype", "kv_cache_dtype", "num_heads", "batch_size", "isl", "tp_size", "step"),
     "generation_mla": ("device", "mla_dtype", "kv_cache_dtype", "num_heads", "batch_size", "isl", "tp_size", "step"),
+    # MLA's whole attention module (vLLM's DeepseekV2MLAAttention forward: projections, BMMs, attention, o_proj),
+    # gemm_type the projections' dtype (bfloat16 | fp8_block | nvfp4), num_heads per GPU, step the cached tokens
+    "mla_context_module": ("device", "mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads", "batch_size", "isl",
+                           "tp_size", "step"),
+    "mla_generation_module": ("device", "mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads", "batch_size",
+                              "isl", "tp_size", "step"),
     # MLA's per-head decode products (DeepSeek-V3's dims): op_name mla_gen_pre ([t,128]x[128,512] per head) or
     # mla_gen_post ([t,512]x[512,128]), num_heads per GPU
     "mla_bmm": ("device", "op_name", "bmm_dtype", "num_tokens", "num_heads"),

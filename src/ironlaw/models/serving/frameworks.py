@@ -416,7 +416,9 @@ def constants(eng: Engine, base):
     its profiled activations, SGLang's holding them), its TP all-reduce on vLLM's own measured curve (vLLM) or
     NCCL's (SGLang; TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
     (``EngineKernels.moe``): a routed layer TP shards runs on that layer (``expertcarry.tp_layer``); under vLLM,
-    MLA's per-head decode products in bf16 (``step.half_mla_bmm``)."""
+    MLA's per-head decode products in bf16 (``step.half_mla_bmm``); under vLLM and SGLang an MLA model's attention
+    module priced on the framework's own module class where the device's calibration holds it
+    (``step.mla_module``)."""
     s = eng.scheduler
     cap = eng.hw.memory[eng.hw.device_tier].capacity_bytes
     return replace(base, cuda_graph_batches=s.cuda_graph_batches, mixed_steps=s.mixed_steps,
@@ -426,6 +428,7 @@ def constants(eng: Engine, base):
                    vllm_allreduce=eng.name == "vllm",
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
                    framework_moe=NAMES[eng.name], own_moe=moe_dtypes(eng.kernels.moe), mla_bmm_half=eng.name == "vllm",
+                   mla_module=eng.name in ("vllm", "sglang"),
                    source=f"{base.source}; carried to {NAMES[eng.name]} (its own end-to-end results not fitted)")
 
 

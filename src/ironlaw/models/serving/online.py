@@ -163,6 +163,8 @@ class ServeEstimate:
              "prefill_bottleneck": bottleneck(self.prefill) if self.engine is not None else self.prefill.bottleneck(),
              "step_model": self.step_model.to_dict(),
              "itl_why": itl_why(self), "ttft_why": ttft_why(self), "lengths": self.lengths,
+             "notes": [n for n in dict.fromkeys(e.graph.meta.get("mla_module") for e in (self.decode, self.prefill))
+                       if n],              # an MLA module priced on its framework's class (``step.module_step``)
              **expert_weights(self.decode.graph.meta)}
         if self.engine is not None:
             d["decode_host"] = _host(self.decode)

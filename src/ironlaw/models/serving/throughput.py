@@ -391,9 +391,14 @@ def max_throughput(spec: str, hw, prompt: int, output: int, *, tp: int = 1, pp: 
     return ThroughputEstimate(spec, hw, lay, dtype, kv_dtype, prompt, output, n, per_engine * lay.dp * lay.pp,
                               per_engine, reason, limits, mem, total, full.stats, steps, constants,
                               _time.perf_counter() - t0, steady_parts=full.parts,
-                              notes=expert_notes(run, [e for _, e in steps]), moe=moe_plan(hw, meta, lay, dtype),
+                              notes=expert_notes(run, [e for _, e in steps]) + module_notes(steps), moe=moe_plan(hw, meta, lay, dtype),
                               lengths=None if lengths is None else lengths.stats(),
                               output_total=None if lengths is None else sum(lengths.outputs))
+
+
+def module_notes(steps) -> list[str]:
+    """The steps' notes that their MLA attention ran on a module class (``step.module_step``), once each."""
+    return list(dict.fromkeys(e.graph.meta["mla_module"] for _, e in steps if e.graph.meta.get("mla_module")))
 
 
 def moe_plan(hw, meta: dict, lay: Layout, dtype: str) -> dict | None:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -414,7 +414,8 @@ def _attention_meta(a: Arch) -> dict:
     spans = {("global" if w is None else f"{a.local} {w}"): n for w, n in a.span_groups().items()}
     return {"attention": sublayer(a), "layer_spans": spans, "kv_elems_per_token_layer": a.kv_elems_per_token(),
             "kv_shared_by_heads": bool(a.mla),
-            "kv_proj_params": 0 if a.mla else a.layers * (a.hidden + a.qkv_bias) * 2 * a.kv_dim}
+            "kv_proj_params": 0 if a.mla else a.layers * (a.hidden + a.qkv_bias) * 2 * a.kv_dim,
+            **({"mla": asdict(a.mla)} if a.mla else {})}      # MLA's dims (a module class prices)
 
 
 # ---------------------------------------------------------------------- registries

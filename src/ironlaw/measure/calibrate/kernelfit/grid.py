@@ -23,7 +23,8 @@ from .vocabulary import Group
 # heads (the kernel's CTAs; a generation step's query rows per KV head span 1-128, coarse). docs/accuracy.md gives the held-out rows that chose them and the stored size.
 GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0, 4.0),
               "generation_attention": (8.0, 2.0, 2.0, 2.0), "context_mla": (8.0, 8.0, 2.0, 8.0),
-              "generation_mla": (2.0, 4.0, 2.0, 4.0), "mla_bmm": (4.0, 4.0, 4.0, 4.0)}
+              "generation_mla": (2.0, 4.0, 2.0, 4.0), "mla_bmm": (4.0, 4.0, 4.0, 4.0),
+              "mla_context_module": (8.0, 8.0, 2.0, 8.0), "mla_generation_module": (2.0, 4.0, 2.0, 4.0)}
 GROUP_SWITCH_M_STEP = 2.0
 M_SWITCH_STEP = 2.0
 FINE_GEMM_STEP = 2.0       # every axis of a ``FINE_GEMMS`` class's grid
@@ -35,7 +36,7 @@ GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser 
 # which the grid interpolates only where each has its node (held out, the B200 bf16 class: 7.9% / 23.5% with a node
 # every 8×, squared to 1, 64, 128; 7.1% / 18.7% with a node per head count; docs/accuracy.md)
 GRID_KEEP = {"gemm": (), "context_attention": (2,), "generation_attention": (2,), "context_mla": (2,),
-             "generation_mla": (0, 2), "mla_bmm": (2,)}
+             "generation_mla": (0, 2), "mla_bmm": (2,), "mla_context_module": (2,), "mla_generation_module": (0, 2)}
 # axes with a node at each value the rows hold, not at a step: context attention's head dim, each value a kernel of
 # its own (vLLM 0.24.0 and SGLang 0.5.14 run head dim 192 on Triton, 64/128/256/512 on FlashInfer's TRT-LLM kernels or
 # FlashAttention: B200, held out with nodes at 64, 128, 256, 512 only, head dim 192 24% too fast at the median;

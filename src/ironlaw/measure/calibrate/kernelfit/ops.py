@@ -10,14 +10,15 @@ from ..fitcore import Observation
 from .collector import COLLECTOR_OUTPUT_SHARE, as_collected, cache_resident, warm_through
 from .rules import (CACHE_DECIDES_OPS, REPLAY_CACHE_OPS, REPLAY_L2, REPLAY_L2_SOURCE, RESIDENT_OPS, WARM_THROUGH_OPS,
                     WRITTEN_ONCE_OPS, holds, k_only_pool, resident_context, warm_class)
-from .vocabulary import ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, PHASES
+from .vocabulary import (ATTENTION_DTYPES, Group, MLA_BMM_PRODUCTS, MLA_DIMS, MODULE_GEMM_DTYPES, MODULE_HIDDEN,
+                         MODULE_PHASES, PHASES)
 
 
 def observations(g: Group, rows, hw=None) -> list[Observation]:
     """The rows as ironlaw ops with their measured seconds; with ``hw``, a generation row whose operands fit its
     last cache level marked so (``cache_resident``)."""
     build = gemm_op if g.op == "gemm" else mla_op if g.op.endswith("_mla") else \
-        mla_bmm_op if g.op == "mla_bmm" else attention_op
+        mla_bmm_op if g.op == "mla_bmm" else module_op if g.op in MODULE_PHASES else attention_op
     ops = [build(r, g) for r in rows.itertuples()]
     if k_only_pool(g):
         ops = [replace(op, bytes={**op.bytes, "kv_cache": op.bytes["kv_cache"] / 2.0}) for op in ops]
@@ -124,3 +125,15 @@ class _Layer:
     """The part of a model's architecture a per-head product reads: its heads, one layer."""
     heads: int
     layers: int = 1
+
+
+def module_op(r, g: Group):
+    """The whole MLA module of one row as the serving step prices it (``serving.step.mla_module.module_op``):
+    DeepSeek-V3's dims (``MLA_DIMS``, ``MODULE_HIDDEN``), ``num_heads`` on the GPU, the row's batch and cached
+    (decode) or prompt (prefill) tokens, its projections' and cache's dtypes."""
+    from ....models.serving.step.mla_module import ModuleShape, module_op as build
+    phase = MODULE_PHASES[g.op]
+    seq = float(r.step if phase == "decode" else r.isl)
+    shape = ModuleShape(int(r.num_heads), float(r.batch_size), seq, phase, MODULE_GEMM_DTYPES[r.gemm_type],
+                        ATTENTION_DTYPES[r.kv_cache_dtype])
+    return build(MLA_DIMS, MODULE_HIDDEN, shape)

@@ -10,9 +10,11 @@ from ....core.gemmshape import XQA_MLA_HEADS, attention_kernel, attention_regime
 from ..kerneltable import KernelTable
 from .rules import (GLOBAL_WINDOW_KERNELS, GLOBAL_WINDOW_ROWS, GLOBAL_WINDOW_SIZE, HEAD_DIM_BACKEND_CLASSES,
                     HEAD_DIM_BACKEND_OPS, HEAD_DIM_CLASS, MAIN_BACKEND_CLASSES, SPIKY_GEMMS,
-                    HEAD_DIM_BACKEND_GPU_CLASSES, TILE_REGIMES, XQA_MLA_GPUS, holds, switches)
+                    HEAD_DIM_BACKEND_GPU_CLASSES, MODULE_FRAMEWORKS, MODULE_OPT_IN, TILE_REGIMES, XQA_MLA_GPUS, holds,
+                    switches)
 from .vocabulary import (ATTENTION_DTYPES, DECODE_KERNELS, FIT_ROWS, GEMM_DTYPES, Group, MLA_BMM_AS_FP8,
-                         MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, PHASES, REGIMES, SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
+                         MLA_BMM_DTYPES, MLA_BMM_PRODUCTS, MODULE_GEMM_DTYPES, MODULE_PHASES, PHASES, REGIMES,
+                         SCORE_ROWS, SHAPE_COLUMNS, SKIPPED)
 
 SPIKE_RATIO, SPIKE_AGREE = 1.5, 1.25
 # the column whose every value the split must put on both sides, per op: context attention's head dim. Sorted by shape,
@@ -89,6 +91,9 @@ def groups(tables: list[KernelTable], float16_as: str | None = None, fp8_block_a
             continue
         if t.op == "mla_bmm":
             out.extend(mla_bmm_groups(t, half))
+            continue
+        if t.op in MODULE_PHASES:
+            out.extend(module_groups(t))
             continue
         phase, chunked = PHASES[t.op], chunked_as_global(t)
         table = t.rows[~chunked]
@@ -366,4 +371,38 @@ def mla_bmm_groups(t: KernelTable, half: dict | None = None) -> list[Group]:
             f"{src} rows, for {dt}" if src not in MLA_BMM_DTYPES else ""
         out.append(Group(f"mla bmm {dt}", ("kernel", mla_bmm_kernel(dt)), t.op, t, sorted_rows(rows, t.op), timed,
                          dtype=dt))
+    return out
+
+
+def module_groups(t: KernelTable) -> list[Group]:
+    """A MLA module table's kernel classes (``MODULE_FRAMEWORKS``' tables; none for another framework's): one per
+    projection dtype (``gemm_type``) and KV dtype, named ``serving.step.mla_module.module_kernel``. Each shape is
+    timed once, on the backend the collector's vLLM ran it on (vllm/platforms/cuda.py ``get_attn_backend_cls``), as
+    the table's ``kernel_source`` names it per row: aiconfigurator-core 0.12.0's tables hold one decode backend per
+    dtype pair and GPU (H100, H200: FLASH_ATTN_MLA on a bf16 cache, FlashMLA on fp8; B200, B300, GB200, GB300:
+    FlashInfer MLA; L40S, RTX PRO 6000: Triton MLA) and, in a context table, FlashAttention's prefill past the
+    prompts the decode backend runs; a shape an opt-in backend times beside another (``MODULE_OPT_IN``) is kept on
+    the other. A dtype a table names that ironlaw does not run is an error."""
+    from ....models.serving.step.mla_module import module_kernel
+    if t.framework not in MODULE_FRAMEWORKS:
+        return []
+    phase, out = MODULE_PHASES[t.op], []
+    for (g, kv), rows in t.rows.groupby(["gemm_type", "kv_cache_dtype"], sort=True):
+        if g not in MODULE_GEMM_DTYPES:
+            raise IronlawError(f"{t.path}: unknown gemm_type '{g}' (known: {', '.join(MODULE_GEMM_DTYPES)})")
+        gd, kvd = MODULE_GEMM_DTYPES[g], _attention_dtype(kv, t.path)
+        key = list(SHAPE_COLUMNS[t.op])
+        twice = rows.duplicated(key, keep=False).to_numpy()
+        opt_in = rows["kernel_source"].isin(MODULE_OPT_IN).to_numpy() if "kernel_source" in rows.columns else \
+            np.zeros(len(rows), bool)
+        kept = rows[~(twice & opt_in)]
+        left = len(rows) - len(kept)
+        kernels = ", ".join(f"{k} {n}" for k, n in kept["kernel_source"].value_counts().items()) \
+            if "kernel_source" in kept.columns else ""
+        timed = "; ".join(x for x in (g != "bfloat16" and f"{g} projections, for {gd}",
+                                      kernels and f"rows of {kernels}",
+                                      left and f"{left} rows of opt-in {', '.join(MODULE_OPT_IN)} at shapes another "
+                                               f"backend times left out") if x)
+        out.append(Group(f"{t.op.replace('_', ' ')} {gd}, KV {kvd}", ("kernel", module_kernel(phase, gd, kvd)),
+                         t.op, t, sorted_rows(kept.drop_duplicates(key), t.op), timed, dtype="bf16"))
     return out

@@ -126,6 +126,17 @@ DISPATCH = {"h100": ("", "_mha", "variant_blocks_below", None), "h200": ("", "_m
 # (``efficiency.with_variants``); the other GPUs' tables run those rows 1.0-1.7x as long as 64 heads, RTX PRO 6000's
 # 0.3x (batch 1, 16,383 cached tokens: 0.29 ms against 0.92 ms)
 XQA_MLA_GPUS = ("rtx-pro-6000",)
+# the frameworks whose MLA module tables (``mla_context_module``, ``mla_generation_module``: the whole attention module
+# timed as one CUDA-graph replay) are fitted as module classes (``rows.module_groups``): vLLM's, priced in place of
+# the op-by-op module under ``serve --engine vllm`` (``serving.step.mla_module``), and SGLang's where its tables hold
+# them (aiconfigurator-core 0.12.0 ships none). TensorRT-LLM's engine prices its module op by op on its own MLA,
+# BMM and GEMM classes (fitted on its H100 cells), its module tables left out
+MODULE_FRAMEWORKS = ("vllm", "sglang")
+# backends a module table times beside the default at the same shapes, left out there: vLLM's TRT-LLM ragged
+# DeepSeek prefill is opt-in (vllm/v1/attention/backends/mla/common.py, ``use_trtllm_ragged_deepseek_prefill``:
+# ``attention_config.use_trtllm_ragged_deepseek_prefill`` on SM100 only); aiconfigurator-core 0.12.0's B200, B300,
+# GB200 and GB300 context module tables time its 904 fp8-cache shapes beside FLASH_ATTN's, 1.09x as long at the median
+MODULE_OPT_IN = ("TRTLLM_RAGGED",)
 # generation MLA's walk in waves (``gemmshape`` key_ctas, ``efficiency.walk_s``), fitted beside the plain walk and the
 # smaller loss on the fitted rows kept (``fit_class``; on a device that states its SMs, TensorRT-LLM's tables), its
 # per-CTA seconds ``cta_s`` from each of CTA_S_STARTS: the XQA MLA class's XQA_MLA_CTAS CTAs per sequence; the other

@@ -10,7 +10,15 @@ from ....core.gemmshape import WIDE_GQA
 from ....models.workloads.hfconfig import MLA
 from ..kerneltable import KernelTable
 
-OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla", "mla_bmm")
+OPS = ("gemm", "context_attention", "generation_attention", "context_mla", "generation_mla", "mla_bmm",
+       "mla_context_module", "mla_generation_module")
+# the MLA module tables' phase (``models.serving.step.mla_module``: the whole attention module as one op)
+MODULE_PHASES = {"mla_context_module": "prefill", "mla_generation_module": "decode"}
+# a module table's gemm_type -> the dtype its projections run in as ironlaw names it (fp8_block: DeepSeek-V3's
+# 128-element block-scaled FP8 checkpoint, the fp8 a DeepSeek model's step runs)
+MODULE_GEMM_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8", "nvfp4": "fp4"}
+# DeepSeek-V3's hidden size (config.json of deepseek-ai/DeepSeek-V3), the module tables' model
+MODULE_HIDDEN = 7168
 PHASES = {"context_attention": "prefill", "generation_attention": "decode", "context_mla": "prefill",
           "generation_mla": "decode"}
 # the MLA tables' model: DeepSeek-V3's latent attention (config.json of deepseek-ai/DeepSeek-V3: q_lora_rank 1536,
@@ -33,7 +41,9 @@ SHAPE_COLUMNS = {"gemm": ("m", "n", "k"),
                                           "window_size"),
                  "context_mla": ("batch_size", "isl", "num_heads", "tp_size", "kv_cache_dtype"),
                  "generation_mla": ("batch_size", "num_heads", "tp_size", "step", "kv_cache_dtype"),
-                 "mla_bmm": ("op_name", "num_heads", "num_tokens")}
+                 "mla_bmm": ("op_name", "num_heads", "num_tokens"),
+                 "mla_context_module": ("batch_size", "num_heads", "isl"),
+                 "mla_generation_module": ("batch_size", "num_heads", "step")}
 # generation MLA's heads per GPU (128 / TP: 1, 2, 4 … 128) come 8 to a batch and sequence length: sorted with the
 # heads last, the even/odd split fitted 1, 4, 16, 64 heads and held out 2, 8, 32, 128 (128 beyond every fitted row);
 # sorted with the sequence length last (17 lengths, odd), each head count and length falls in both halves

@@ -45,7 +45,9 @@ One concept a module, each importing only those below it (the "inside step" impo
 run: ``EngineRun``, ``padded``, ``step_seconds``, ``priced``, ``graph_seconds``) < ``graph`` (the step's graph and
 its KV dtype), ``host`` (the host's launches and work, ``charged_s``), ``collectives`` (the TP collectives as the
 engine runs them), ``runtime`` (TensorRT-LLM's executor: the constants under its C++ runtime) < ``constants`` (``ServingConstants``, ``engine_hw``, ``kernel_terms``) < ``checkpoint`` (the
-weights as the checkpoint stores them), ``moe`` (the routed experts on the fitted MoE kernel classes).
+weights as the checkpoint stores them), ``moe`` (the routed experts on the fitted MoE kernel classes),
+``mla_module`` (under vLLM and SGLang an MLA model's whole attention module as one op on the framework's module
+class, where the device's engine file holds it: ``run.module_step``).
 """
 from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, half_mla_bmm, modelopt,
                          routed_weight_bytes, stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)

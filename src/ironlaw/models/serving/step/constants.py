@@ -9,6 +9,7 @@ from ....core.errors import IronlawError
 from ....core.gemmshape import gemv_m_half_max
 from ....core.graph import dtype_bytes
 from .moe import GROUPED_GEMM, fitted_moe, scaled_moe
+from .mla_module import PREFIX as MODULE_PREFIX
 
 
 # the per-core speed figure of the CPU the engine constants were fitted on (DGX H100: 2 × Xeon Platinum 8480C): the
@@ -88,6 +89,8 @@ class ServingConstants:
                                 # routed layer TP shards runs on it (``expertcarry.tp_layer``); (): none
     mla_bmm_half: bool = False  # MLA's per-head decode products (``attention.q_absorb``, ``attention.v_up``) in
                                 # bf16 whatever the checkpoint's dtype (vLLM: ``checkpoint.half_mla_bmm``)
+    mla_module: bool = False    # an MLA model's attention module priced whole on the framework's module class where
+                                # the device's calibration holds it (vLLM, SGLang: ``step.mla_module``)
 
     def grouped_gemm(self) -> dict:
         """The grouped GEMM's own table: flat η on its FLOPs, its weights' own streaming η, ``expert_serial`` of the
@@ -138,13 +141,15 @@ def kernel_terms(table: dict, cal, latency_share: float = 0.0) -> dict:
     launch, TensorRT-LLM's default from Hopper on) and the quantization is fused into the norm before, so a step
     pays only part of that fixed cost per kernel — an engine constant no kernel table times (fitted on the H100
     cells by benchmarks/trtllm_h100.py): at 0 every dense cell's step is priced as if its kernels ran back to
-    back with no gap, at 1 as if each ran alone."""
+    back with no gap, at 1 as if each ran alone. A whole MLA module's class (``mla_module``) keeps its fixed
+    seconds whole: its table timed the module's kernels replayed together as one CUDA graph, as the step runs them."""
     if cal is None or not cal.provenance:
         return table
     def own(p: dict) -> dict:
         return {k: (v * latency_share if k == "latency_s" else v) for k, v in p.items()}
     gemm = {dt: own(p) for dt, p in cal.shape("matmul").items() if f"gemm {dt}" in cal.provenance}
     attention = {k: own(p) for k, p in cal.kernel.items() if k.startswith("attention_") and "eta_max" in p}
+    attention.update({k: p for k, p in cal.kernel.items() if k.startswith(MODULE_PREFIX) and "eta_max" in p})
     if not gemm and not attention:
         return table
     return {**table, "matmul": {**table["matmul"], **gemm}, "kernel": {**table["kernel"], **attention},

@@ -12,6 +12,7 @@ from .collectives import engine_collectives
 from .constants import CUDA_GRAPH_BATCHES, ServingConstants
 from .graph import is_head, scaled, step_graph
 from .host import charged_s, host_step, launches
+from .mla_module import with_module
 from .moe import GROUPED_GEMM, grouped, moe_kernels, on_router, on_table_rows, unaligned_down
 
 
@@ -94,12 +95,30 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
         g = shard_ep_under_tp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
+    g = module_step(run, g, decode, prefill_tokens, gemm if pad else decode)
     prompts = max(contexts, 1.0) if prefill_tokens > 0 else 0.0
     t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad, sequences=decode + prompts,
                     prompts=prompts)
     if float(est.placement.spilled_bytes) > 0 or not bool(est.placement.fits):
         raise RuntimeError(f"serving step of {run.spec} spills past device memory: the capacity check missed it")
     return t, est
+
+
+def module_step(run: EngineRun, g: Graph, decode: int, prefill_tokens: float, batch: int) -> Graph:
+    """``g`` (one attention rank's step, sharded) with an MLA model's attention module priced as the framework's
+    module class where the engine's calibration holds it (``ServingConstants.mla_module``, ``with_module``): the
+    decode sequences (``batch``: as the CUDA graph replays them, padded) at the step's context, the prompt tokens
+    as their share of one prompt's module (as the step prices a prefill chunk's attention, ``step_graph``); ``g`` as it is otherwise. The note saying so rides in ``meta["mla_module"]``."""
+    if not run.constants.mla_module or decode < 1 and prefill_tokens <= 0:
+        return g
+    heads = int(g.meta["heads"]) // (1 if run.lay.attention_dp else run.lay.tp)
+    prompt = run.prefill_prompt or run.prompt
+    calls = ([("decode", batch, run.decode_context or run.prompt + run.output // 2, 1.0)] if decode >= 1 else []) + \
+        ([("prefill", 1, prompt, prefill_tokens / prompt)] if prefill_tokens > 0 else [])
+    out, note = with_module(g, run.law_hw.calibration, heads, calls, run.dtype, run.kv_dtype, scaled)
+    if note:
+        out.meta["mla_module"] = note
+    return out
 
 
 def priced(run: EngineRun, g: Graph, eager: bool, sequences: float, prompts: float = 0.0):

@@ -1,0 +1,142 @@
+"""MLA attention as the one module vLLM's own tables time (``module_op``), and the step's attention ops priced as
+that module where the engine's calibration holds its class (``with_module``).
+
+vLLM's ``mla_generation_module`` and ``mla_context_module`` tables (aiconfigurator-core 0.12.0,
+collector/vllm/collect_mla_module.py) time DeepseekV2MLAAttention's whole forward replayed as a CUDA graph: the
+fused q/kv down-projection, the latent RMSNorms, q_b_proj, the rotary embedding, the cache write, the per-head
+absorption BMMs (decode) or kv_b_proj (prefill), the attention kernel, its split-KV combine, o_proj and each
+block-scaled linear's activation quantization. The module op carries the law's terms of all of it: the bytes of
+the latent KV cache it reads and writes, of every projection's weights (the GEMMs' in ``gemm_dtype``, the two
+per-head BMMs' in bf16: vLLM dequantizes kv_b_proj to bf16 W_UK and W_UV, vllm/v1/attention/backends/mla/common.py
+``MLACommonImpl.process_weights_after_loading``) and of the hidden state in and out (bf16), and the FLOPs of the
+projections and of the attention core (``workloads.attention.attention_core`` over ``mla_geometry``, whose
+query-rows × keys × head-dim coordinates the fitted class's shape model and grid read). The module's small kernels
+(norms, rotary, cache write, quantization, combine) are its class's fixed ``latency_s``, fitted with the rest on the
+measured rows (``measure.calibrate.kernelfit``), so no term of the class is set by hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ....core.graph import Graph, Op, dtype_bytes
+
+PREFIX = "mla_module_"
+HALF = "bf16"
+# the module's attention core: one latent KV head shared by every query head (the tables' rows, ``num_heads`` per GPU)
+
+
+def module_kernel(phase: str, gemm_dtype: str, kv_dtype: str) -> str:
+    """The kernel class of the whole MLA module of ``phase`` ('prefill' | 'decode') whose projections run in
+    ``gemm_dtype`` on a ``kv_dtype`` cache: 'mla_module_decode_fp8_kv_bf16' …"""
+    return f"{PREFIX}{phase}_{gemm_dtype}_kv_{kv_dtype}"
+
+
+@dataclass(frozen=True)
+class ModuleShape:
+    """One call of the module: ``batch`` sequences of ``seq`` tokens (decode: ``seq`` cached, one new; prefill:
+    ``seq`` prompt tokens each), ``heads`` query heads on the GPU."""
+    heads: int
+    batch: float
+    seq: float
+    phase: str
+    gemm_dtype: str
+    kv_dtype: str
+
+    @property
+    def tokens(self) -> float:
+        return self.batch if self.phase == "decode" else self.batch * self.seq
+
+
+@dataclass(frozen=True)
+class _Heads:
+    """What ``attention_core`` reads of an architecture: every query head over one shared latent KV head."""
+    heads: int
+    kv_heads: int
+    local: str = "window"
+    sinks: bool = False
+    encoder: bool = False
+
+
+@dataclass(frozen=True)
+class _Shape:
+    b: float
+    s: float
+    phase: str
+
+    @property
+    def tokens(self) -> float:
+        return self.b if self.phase == "decode" else self.b * self.s
+
+
+def projections(m, hidden: int, heads: int, phase: str) -> tuple[list, list]:
+    """([(K, N)] of the module's GEMMs, [(K, N)] per head of its per-head BMMs) for ``heads`` heads on the GPU: the
+    down-projection (q latent, KV latent, rotary key; replicated, not split by TP), q_b_proj, kv_b_proj (prefill) or
+    the absorption BMMs (decode), o_proj."""
+    qk = m.nope + m.rope
+    down = (m.q_lora or heads * qk) + m.cache_elems
+    gemms = [(hidden, down)] + ([(m.q_lora, heads * qk)] if m.q_lora else []) + [(heads * m.v_dim, hidden)]
+    if phase == "decode":
+        return gemms, [(m.nope, m.kv_lora), (m.kv_lora, m.v_dim)]
+    return gemms + [(m.kv_lora, heads * (m.nope + m.v_dim))], []
+
+
+def module_op(m, hidden: int, s: ModuleShape, count: int = 1) -> Op:
+    """The whole MLA module of ``s`` as one op of kind attention named its class (``module_kernel``): the
+    attention core's FLOPs, cache and activations, plus every projection's FLOPs and weights and the hidden state
+    read and written (module docstring)."""
+    from ....models.workloads.attention import attention_core, mla_geometry
+    core = attention_core(_Heads(s.heads, s.heads), _Shape(s.batch, s.seq, s.phase), HALF, None, count, 1,
+                          mla_geometry(m, s.heads, s.phase))
+    gemms, bmms = projections(m, hidden, s.heads, s.phase)
+    t = s.tokens
+    flops = 2.0 * t * (sum(k * n for k, n in gemms) + s.heads * sum(k * n for k, n in bmms))
+    weights = sum(k * n for k, n in gemms) * dtype_bytes(s.gemm_dtype) + \
+        s.heads * sum(k * n for k, n in bmms) * dtype_bytes(HALF)
+    by = dict(core.bytes)
+    by["activations"] = by.get("activations", 0.0) + 2.0 * t * hidden * dtype_bytes(HALF)
+    if "kv_cache" in by:
+        by["kv_cache"] = by["kv_cache"] * dtype_bytes(s.kv_dtype) / dtype_bytes(HALF)
+    by["weights"] = weights
+    kernel = module_kernel(s.phase, s.gemm_dtype, s.kv_dtype)
+    return replace(core, name=f"attention.module.{s.phase}", flops=core.flops + flops, bytes=by,
+                   bytes_written=core.bytes_written + t * hidden * dtype_bytes(HALF),
+                   shapes=f"MLA module, {s.heads} heads, {s.gemm_dtype} projections, KV {s.kv_dtype}",
+                   attrs={**core.attrs, "kernel": kernel, "kv_dtype": s.kv_dtype, "module_of": "attn"})
+
+
+def module_ops(g: Graph) -> list:
+    """The ops of ``g``'s attention module the module op stands for: every op of module ``attn`` (the projections,
+    the latent norm, rotary, BMMs, attention), collectives aside."""
+    return [op for op in g.ops if op.module == "attn" and op.kind != "collective"]
+
+
+def held(cal, phase: str, gemm_dtype: str, kv_dtype: str) -> bool:
+    """Whether calibration ``cal`` holds the module class of ``phase`` at these dtypes."""
+    return cal is not None and module_kernel(phase, gemm_dtype, kv_dtype) in (cal.kernel or {})
+
+
+def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtype: str,
+                share=lambda op, f: op) -> tuple[Graph, str]:
+    """(``g`` with its MLA attention module priced as the module class, a note saying so) where ``g`` is an MLA
+    step and ``cal`` holds the class of every phase in ``calls``; (``g``, "") otherwise. ``calls``: per phase of
+    the step, (phase, batch, seq, f): the module called on ``batch`` sequences of ``seq`` tokens, its work times
+    ``f`` through ``share`` (``graph.scaled``: a prefill chunk as its share of one prompt, the weights read once).
+    Every op of ``module_ops`` is dropped and the module ops put where the first one stood: the projections are
+    priced once, inside the module."""
+    mla = g.meta.get("mla")
+    old = module_ops(g)
+    if not mla or not old or not calls or not all(held(cal, p, gemm_dtype, kv_dtype) for p, *_ in calls):
+        return g, ""
+    from ...workloads.hfconfig import MLA
+    m, count = MLA(**mla), old[0].count
+    new = [share(module_op(m, int(g.meta["hidden"]), ModuleShape(heads, b, s, p, gemm_dtype, kv_dtype), count), f)
+           for p, b, s, f in calls]
+    first = g.ops.index(old[0])
+    gone = {id(op) for op in old}
+    ops = [op for op in g.ops[:first] if id(op) not in gone] + new + \
+        [op for op in g.ops[first:] if id(op) not in gone]
+    out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
+                uncounted_ops=dict(g.uncounted_ops))
+    names = ", ".join(module_kernel(p, gemm_dtype, kv_dtype) for p, *_ in calls)
+    return out, (f"MLA attention priced as the whole module its engine's own tables time ({names}: projections, "
+                 f"BMMs, attention, o_proj), not op by op")
