@@ -1,8 +1,10 @@
-"""Helpers for benchmark scripts: repeat, summarize (median, spread), print measured vs goal."""
+"""Helpers for benchmark scripts: repeat, summarize (median, spread), score signed errors (median / p90), print
+measured vs goal."""
 from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 
 def repeat(fn, n: int = 7, warmup: int = 1, clock=time.perf_counter) -> list[float]:
@@ -23,6 +25,37 @@ def summary(xs: list[float]) -> tuple[float, float, float, float]:
     med = statistics.median(xs)
     cv = statistics.pstdev(xs) / statistics.mean(xs) if len(xs) > 1 and statistics.mean(xs) else 0.0
     return med, min(xs), max(xs), cv
+
+
+def p90(xs: list[float]) -> float:
+    """The 90th percentile of ``xs`` by rank, not interpolated: the value at round(0.9 · (n − 1)) of the sorted
+    list (Python's round, half to even)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+
+
+ERRORS_HEAD = f"{'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}"
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Signed relative errors (predicted / published − 1) scored: how many, median and p90 (``p90``) of |error|,
+    signed median."""
+    n: int
+    median_abs: float
+    p90_abs: float
+    signed_median: float
+
+    def cells(self) -> str:
+        """The score in ``ERRORS_HEAD``'s columns, in percent."""
+        return (f"{self.n:>3} {100 * self.median_abs:>11.1f}% {100 * self.p90_abs:>9.1f}% "
+                f"{100 * self.signed_median:>+13.1f}%")
+
+
+def errors(errs: list[float]) -> Errors:
+    """``errs`` (signed, one or more) scored."""
+    mag = [abs(e) for e in errs]
+    return Errors(len(errs), statistics.median(mag), p90(mag), statistics.median(errs))
 
 
 def print_table(rows: list[tuple[str, str, str, bool]], title: str) -> int:

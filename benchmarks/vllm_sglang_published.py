@@ -52,6 +52,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import ERRORS_HEAD, errors  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
 # the rows' models as ironlaw names them (built-ins; Qwen3-14B from its Hugging Face config)
@@ -224,11 +227,6 @@ def what_if(rows: list[dict]) -> None:
                       f"{100 * statistics.median(abs(e) for e in after):.1f}%")
 
 
-def p90(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
-
-
 def groups(rows: list[dict]) -> list[tuple[str, list[float]]]:
     """(label, signed errors) per framework × GPU × dataset kind, and per framework and dataset kind."""
     out = []
@@ -301,11 +299,9 @@ def main() -> int:
     n_mod = sum(r["err"] is not None for r in rows)
     print(f"\n{len(rows)} published rows, {n_mod} priced, {len(rows) - n_mod} not modelled "
           f"(tests/data/vllm_sglang_gpustack_perflab.csv); error = predicted / published total tokens/s − 1")
-    print(f"{'rows':<36} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
+    print(f"{'rows':<36} {ERRORS_HEAD}")
     for label, errs in groups(rows):
-        mag = [abs(e) for e in errs]
-        print(f"{label:<36} {len(errs):>3} {100 * statistics.median(mag):>11.1f}% {100 * p90(mag):>9.1f}% "
-              f"{100 * statistics.median(errs):>+13.1f}%")
+        print(f"{label:<36} {errors(errs).cells()}")
     pp = pairs(rows)
     if args.rows:
         print_pairs(pp)
