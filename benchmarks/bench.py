@@ -58,6 +58,27 @@ def errors(errs: list[float]) -> Errors:
     return Errors(len(errs), statistics.median(mag), p90(mag), statistics.median(errs))
 
 
+def keyed(head: str, spec: str, key: str, fmt: str = "") -> tuple:
+    """A column of ``header`` / ``line``: row[key] in ``fmt`` (``format``'s, e.g. ".0f"), then aligned by ``spec``
+    (e.g. ">9")."""
+    return head, spec, lambda r: format(r[key], fmt)
+
+
+def percent(head: str, key: str) -> tuple:
+    """A column of a signed fraction (row[key]) in percent: "+12.3%", 7 wide."""
+    return head, ">7", lambda r: f"{100 * r[key]:+6.1f}%"
+
+
+def header(columns: list[tuple]) -> str:
+    """The heads of ``columns`` ((head, spec, the row's cell: row -> text)), each aligned by its spec."""
+    return " ".join(format(head, spec) for head, spec, _ in columns)
+
+
+def line(columns: list[tuple], row: dict) -> str:
+    """``row``'s cells in ``columns``, under ``header``'s heads."""
+    return " ".join(format(cell(row), spec) for _, spec, cell in columns)
+
+
 def print_table(rows: list[tuple[str, str, str, bool]], title: str) -> int:
     """rows: (what, measured, goal, ok). Returns the number of misses."""
     w = max(len(r[0]) for r in rows)

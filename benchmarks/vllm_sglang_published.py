@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import ERRORS_HEAD, errors  # noqa: E402
+from bench import ERRORS_HEAD, errors, header, keyed, line, percent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
@@ -125,14 +125,21 @@ def mxfp4_rows(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
+# the columns of the printed row tables (bench.header, bench.line)
+ROW, ENGINE, GPU = keyed("row", ">3", "row"), keyed("engine", "<6", "framework"), keyed("gpu", "<4", "gpu")
+DATASET = ("dataset", "<8", lambda r: r["dataset"][:8])
+PUBLISHED = keyed("published", ">9", "total_tok_s", ".0f")
+MXFP4_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), DATASET, keyed("ISL", ">6", "prompt"),
+                 keyed("OSL", ">4", "output"), keyed("N", ">5", "num_prompts"), PUBLISHED,
+                 keyed("mxfp4", ">8", "pred", ".0f"), percent("error", "err"), keyed("bf16", ">8", "pred_bf16", ".0f"),
+                 percent("error", "err_bf16")]
+
+
 def print_mxfp4(rows: list[dict]) -> None:
     print("\nMXFP4-expert rows (gpt-oss, not in the summary): the checkpoint's format vs every weight in bf16")
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} "
-          f"{'published':>9} {'mxfp4':>8} {'error':>7} {'bf16':>8} {'error':>7}")
+    print(header(MXFP4_COLUMNS))
     for r in rows:
-        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['dataset'][:8]:<8} "
-              f"{r['prompt']:>6} {r['output']:>4} {r['num_prompts']:>5} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
-              f"{100 * r['err']:>+6.1f}% {r['pred_bf16']:>8.0f} {100 * r['err_bf16']:>+6.1f}%")
+        print(line(MXFP4_COLUMNS, r))
     if rows:
         mag = [abs(r["err"]) for r in rows]
         print(f"{len(rows)} rows: median |err| {100 * statistics.median(mag):.1f}% (MXFP4 experts), "
@@ -160,14 +167,17 @@ def latency_rows(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
+LATENCY_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), keyed("C", ">2", "concurrency"),
+                   keyed("ISL", ">5", "prompt"), keyed("OSL", ">4", "output"), keyed("N", ">4", "num_prompts"),
+                   PUBLISHED, keyed("ironlaw", ">8", "pred", ".0f"),
+                   ("ITL ms", ">7", lambda r: f"{1e3 * r['itl_s']:.2f}"), percent("error", "err")]
+
+
 def print_latency(rows: list[dict]) -> None:
     print("\ncapped-concurrency (latency) runs, not in the summary: C streams of back-to-back requests")
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'C':>2} {'ISL':>5} {'OSL':>4} {'N':>4} "
-          f"{'published':>9} {'ironlaw':>8} {'ITL ms':>7} {'error':>7}")
+    print(header(LATENCY_COLUMNS))
     for r in rows:
-        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['concurrency']:>2} "
-              f"{r['prompt']:>5} {r['output']:>4} {r['num_prompts']:>4} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
-              f"{1e3 * r['itl_s']:>7.2f} {100 * r['err']:>+6.1f}%")
+        print(line(LATENCY_COLUMNS, r))
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -262,23 +272,26 @@ def pairs(rows: list[dict]) -> list[dict]:
     return out
 
 
+PAIR_COLUMNS = [ROW, keyed("ctl", ">3", "control"), ENGINE, GPU, keyed("model", "<10", "model"), DATASET,
+                keyed("ISL", ">6", "prompt"), keyed("OSL", ">4", "output"),
+                keyed("published", ">9", "published", ".2f"), keyed("ironlaw", ">8", "predicted", ".2f"),
+                percent("error", "err")]
+ROW_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<15", "model"), keyed("dtype", "<5", "dtype"),
+               keyed("tp", ">2", "tp"), keyed("ep", ">2", "ep"), keyed("adp", ">3", "attention_dp"), DATASET,
+               keyed("ISL", ">6", "prompt"), keyed("OSL", ">4", "output"), keyed("N", ">5", "num_prompts"), PUBLISHED]
+
+
 def print_pairs(pairs_: list[dict]) -> None:
     print("\nframework / TensorRT-LLM on the same page, model, weights and workload (tokens/s ratios)")
-    print(f"{'row':>3} {'ctl':>3} {'engine':<6} {'gpu':<4} {'model':<10} {'dataset':<8} {'ISL':>6} {'OSL':>4} "
-          f"{'published':>9} {'ironlaw':>8} {'error':>7}")
+    print(header(PAIR_COLUMNS))
     for p in pairs_:
-        print(f"{p['row']:>3} {p['control']:>3} {p['framework']:<6} {p['gpu']:<4} {p['model']:<10} "
-              f"{p['dataset'][:8]:<8} {p['prompt']:>6} {p['output']:>4} {p['published']:>9.2f} "
-              f"{p['predicted']:>8.2f} {100 * p['err']:>+6.1f}%")
+        print(line(PAIR_COLUMNS, p))
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<15} {'dtype':<5} {'tp':>2} {'ep':>2} {'adp':>3} "
-          f"{'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} {'published':>9} {'ironlaw':>9} {'error':>7}")
+    print(f"{header(ROW_COLUMNS)} {'ironlaw':>9} {'error':>7}")
     for r in rows:
-        head = (f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<15} {r['dtype']:<5} {r['tp']:>2} "
-                f"{r['ep']:>2} {r['attention_dp']:>3} {r['dataset'][:8]:<8} {r['prompt']:>6} {r['output']:>4} "
-                f"{r['num_prompts']:>5} {r['total_tok_s']:>9.0f}")
+        head = line(ROW_COLUMNS, r)
         if r["err"] is None:
             print(f"{head} {'—':>9}  not modelled ({r['modelled'].removeprefix('no: ')})")
         else:
