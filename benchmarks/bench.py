@@ -79,6 +79,13 @@ def line(columns: list[tuple], row: dict) -> str:
     return " ".join(format(cell(row), spec) for _, spec, cell in columns)
 
 
+def print_columns(columns: list[tuple], rows: list[dict]) -> None:
+    """``header`` of ``columns``, then each row's ``line``."""
+    print(header(columns))
+    for r in rows:
+        print(line(columns, r))
+
+
 def print_table(rows: list[tuple[str, str, str, bool]], title: str) -> int:
     """rows: (what, measured, goal, ok). Returns the number of misses."""
     w = max(len(r[0]) for r in rows)

@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import ERRORS_HEAD, errors, header, keyed, line, percent  # noqa: E402
+from bench import ERRORS_HEAD, errors, header, keyed, line, percent, print_columns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
@@ -137,9 +137,7 @@ MXFP4_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), DATASET, keye
 
 def print_mxfp4(rows: list[dict]) -> None:
     print("\nMXFP4-expert rows (gpt-oss, not in the summary): the checkpoint's format vs every weight in bf16")
-    print(header(MXFP4_COLUMNS))
-    for r in rows:
-        print(line(MXFP4_COLUMNS, r))
+    print_columns(MXFP4_COLUMNS, rows)
     if rows:
         mag = [abs(r["err"]) for r in rows]
         print(f"{len(rows)} rows: median |err| {100 * statistics.median(mag):.1f}% (MXFP4 experts), "
@@ -175,9 +173,7 @@ LATENCY_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), keyed("C", 
 
 def print_latency(rows: list[dict]) -> None:
     print("\ncapped-concurrency (latency) runs, not in the summary: C streams of back-to-back requests")
-    print(header(LATENCY_COLUMNS))
-    for r in rows:
-        print(line(LATENCY_COLUMNS, r))
+    print_columns(LATENCY_COLUMNS, rows)
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -283,9 +279,7 @@ ROW_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<15", "model"), keyed("dtype", 
 
 def print_pairs(pairs_: list[dict]) -> None:
     print("\nframework / TensorRT-LLM on the same page, model, weights and workload (tokens/s ratios)")
-    print(header(PAIR_COLUMNS))
-    for p in pairs_:
-        print(line(PAIR_COLUMNS, p))
+    print_columns(PAIR_COLUMNS, pairs_)
 
 
 def print_rows(rows: list[dict]) -> None:
