@@ -1,10 +1,18 @@
-"""Helpers for benchmark scripts: repeat, summarize (median, spread), score signed errors (median / p90), print
-measured vs goal."""
+"""Helpers for benchmark scripts: read a published table, repeat, summarize (median, spread), score signed errors
+(median / p90), print columns and measured vs goal."""
 from __future__ import annotations
 
+import csv
 import statistics
 import time
 from dataclasses import dataclass
+
+
+def csv_rows(path) -> list[dict]:
+    """The rows of the CSV file ``path`` whose ``#`` lines are its header (where each number comes from), as
+    strings."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def repeat(fn, n: int = 7, warmup: int = 1, clock=time.perf_counter) -> list[float]:

@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import functools
 import statistics
 import sys
@@ -68,7 +67,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import ERRORS_HEAD, Errors, errors  # noqa: E402
+from bench import ERRORS_HEAD, Errors, csv_rows, errors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests/data"
@@ -162,9 +161,7 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
     rows = []
     for name in benchmarks:
         path, spec, prompt = BENCHMARKS[name]
-        with open(path, newline="") as f:
-            rows += [dict(r, benchmark=name, spec=spec, prompt=prompt)
-                     for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+        rows += [dict(r, benchmark=name, spec=spec, prompt=prompt) for r in csv_rows(path)]
     for r in rows:
         for k in ("pp", "ep"):              # the Llama-2-70B and Mixtral extracts: every submission at PP 1, no EP
             r.setdefault(k, "1")

@@ -45,7 +45,6 @@ rows hide. Scored apart, never in the summary's groups.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
@@ -53,7 +52,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench import ERRORS_HEAD, errors, header, keyed, line, percent, print_columns  # noqa: E402
+from bench import ERRORS_HEAD, csv_rows, errors, header, keyed, line, percent, print_columns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
@@ -69,8 +68,7 @@ PROVENANCE = ("framework", "version", "gpu", "serve_command", "dataset", "source
 
 def load(path: Path = CSV) -> list[dict]:
     """The CSV's rows (``#`` lines are its header), numbers as numbers; mean lengths per request added."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = csv_rows(path)
     for r in rows:
         for k in ("row", "gpus", "tp", "ep", "attention_dp", "num_prompts", "input_tokens", "output_tokens"):
             r[k] = int(r[k])
