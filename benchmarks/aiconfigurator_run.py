@@ -26,9 +26,13 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import csv_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks/data/aiconfigurator_0.12.csv"
@@ -52,8 +56,7 @@ def cells(gpus: set[str] | None = None, models: set[str] | None = None) -> list[
     """The published cells aiconfigurator is run on, in table order (H100, H200, Blackwell)."""
     out = []
     for path in TABLES:
-        lines = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
-        for r in csv.DictReader(lines):
+        for r in csv_rows(path):
             if r["model"] not in CONFIGS or (gpus and r["gpu"] not in gpus) or (models and r["model"] not in models):
                 continue
             out.append({"model": r["model"], "gpu": r["gpu"], "tp": int(r["tp"]), "isl": int(r["isl"]),
@@ -99,8 +102,7 @@ def run_one(aic: str, path: Path, cell: dict, save: Path) -> tuple[float, str, f
 def done_keys(path: Path) -> set[tuple]:
     if not path.exists():
         return set()
-    rows = csv.DictReader(ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#"))
-    return {(r["model"], r["gpu"], int(r["tp"]), int(r["isl"]), int(r["osl"])) for r in rows}
+    return {(r["model"], r["gpu"], int(r["tp"]), int(r["isl"]), int(r["osl"])) for r in csv_rows(path)}
 
 
 def main() -> int:

@@ -13,9 +13,12 @@ Prints the value to put in src/ironlaw/machine/catalog/gb10.toml and the held-ou
 """
 from __future__ import annotations
 
-import csv
 import math
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import csv_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/llamacpp/llamacpp_dgx_spark_batched_bench_qwen2.5_7b_q8.csv"
@@ -25,8 +28,7 @@ KW = dict(dtype="int8", kv_dtype="fp16", weight_bytes=SIZE)
 
 
 def rows() -> list[dict]:
-    return [{k: float(v) for k, v in r.items()} for r in
-            csv.DictReader(ln for ln in CSV.read_text().splitlines() if ln and not ln.startswith("#"))]
+    return [{k: float(v) for k, v in r.items()} for r in csv_rows(CSV)]
 
 
 def with_eta(hw, eta: float):

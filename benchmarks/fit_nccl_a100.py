@@ -14,7 +14,6 @@ with the ring/tree formulas of src/ironlaw/machine/network/collectives.py.
 """
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
@@ -23,12 +22,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "vidur_a100_nccl_median.csv"
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import csv_rows  # noqa: E402
 
 
 def load() -> dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]]:
-    rows = [r for r in csv.DictReader(l for l in DATA.open() if not l.startswith("#"))]
     out: dict = {}
-    for r in rows:
+    for r in csv_rows(DATA):
         k = (r["collective"], int(r["num_workers"]), int(r["devices_per_node"]))
         out.setdefault(k, []).append((float(r["size_bytes"]), float(r["median_ms"]) * 1e-3))
     return {k: tuple(np.array(sorted(v)).T) for k, v in out.items()}

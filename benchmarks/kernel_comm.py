@@ -84,16 +84,24 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
     return curves, meta
 
 
-def newest_vllm(data: Path) -> list[Path]:
-    """Per system folder of ``data``, its newest comm/vllm/<version>/custom_allreduce_perf table."""
+def _newest_per_system(data: Path, pattern: str, fallback=None) -> list[Path]:
+    """Per system folder of ``data``, its table matching ``pattern`` in the folder of the highest version (its
+    numbers compared in order), else where ``fallback(system)`` gives a pattern, the last table matching that."""
     def version(p: Path) -> tuple:
         return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
     out = []
     for system in sorted(d for d in data.iterdir() if d.is_dir()):
-        found = sorted(system.glob("comm/vllm/*/custom_allreduce_perf.*"), key=version)
+        found = sorted(system.glob(pattern), key=version)
+        if not found and fallback is not None and fallback(system.name):
+            found = sorted(system.glob(fallback(system.name)))
         if found:
             out.append(found[-1])
     return out
+
+
+def newest_vllm(data: Path) -> list[Path]:
+    """Per system folder of ``data``, its newest comm/vllm/<version>/custom_allreduce_perf table."""
+    return _newest_per_system(data, "comm/vllm/*/custom_allreduce_perf.*")
 
 
 # a system without NCCL tables: its oneCCL table (Intel GPUs; the same columns, kerneltable's "oneccl" op), the
@@ -104,16 +112,8 @@ ONECCL = {"b60": "2021.15.9"}
 def newest_tables(data: Path) -> list[Path]:
     """Per system folder of ``data``, its newest comm/nccl/<version>/nccl_perf table (older ones lack columns), or
     where it has none, its comm/oneccl/<version>/oneccl_perf table of the version ``ONECCL`` names."""
-    def version(p: Path) -> tuple:
-        return tuple(int(x) for x in re.findall(r"\d+", p.parent.name))
-    out = []
-    for system in sorted(d for d in data.iterdir() if d.is_dir()):
-        found = sorted(system.glob("comm/nccl/*/nccl_perf.*"), key=version)
-        if not found and system.name in ONECCL:
-            found = sorted(system.glob(f"comm/oneccl/{ONECCL[system.name]}/oneccl_perf.*"))
-        if found:
-            out.append(found[-1])
-    return out
+    return _newest_per_system(data, "comm/nccl/*/nccl_perf.*",
+                              lambda system: system in ONECCL and f"comm/oneccl/{ONECCL[system]}/oneccl_perf.*")
 
 
 def library(where: str) -> tuple[str, str]:

@@ -60,12 +60,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import functools
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import ERRORS_HEAD, Errors, csv_rows, errors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests/data"
@@ -159,9 +161,7 @@ def load(benchmarks=tuple(BENCHMARKS)) -> list[dict]:
     rows = []
     for name in benchmarks:
         path, spec, prompt = BENCHMARKS[name]
-        with open(path, newline="") as f:
-            rows += [dict(r, benchmark=name, spec=spec, prompt=prompt)
-                     for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+        rows += [dict(r, benchmark=name, spec=spec, prompt=prompt) for r in csv_rows(path)]
     for r in rows:
         for k in ("pp", "ep"):              # the Llama-2-70B and Mixtral extracts: every submission at PP 1, no EP
             r.setdefault(k, "1")
@@ -522,21 +522,15 @@ def what_if(rows: list[dict]) -> None:
                               f"{100 * statistics.median(a):+.1f}%")
 
 
-def p90(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
-
-
-def summary(rows: list[dict]) -> list[tuple[str, str, int, float, float, float]]:
-    """(benchmark, GPU, rows, median |err|, p90 |err|, signed median) per benchmark and GPU, then over each
-    benchmark's rows."""
+def summary(rows: list[dict]) -> list[tuple[str, str, Errors]]:
+    """(benchmark, GPU, its errors scored: rows, median and p90 |err|, signed median) per benchmark and GPU, then
+    over each benchmark's rows."""
     out = []
     for bench in BENCHMARKS:
         for label in (*GPUS, "all"):
             errs = [r["err"] for r in rows if r["benchmark"] == bench and label in ("all", r["gpu"])]
             if errs:
-                mag = [abs(e) for e in errs]
-                out.append((bench, label, len(errs), statistics.median(mag), p90(mag), statistics.median(errs)))
+                out.append((bench, label, errors(errs)))
     return out
 
 
@@ -564,9 +558,9 @@ def main() -> int:
         print_rows(rows)
     print(f"\n{len(rows)} MLPerf Inference v5.1 Offline results (tests/data/mlperf_inference_v5.1_*_offline.csv); "
           f"error = predicted / published generated tokens/s per GPU - 1; held out: nothing fitted on them")
-    print(f"{'benchmark':<13} {'gpu':<14} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
-    for bench, label, n, med, hi, signed in summary(rows):
-        print(f"{bench:<13} {label:<14} {n:>3} {100 * med:>11.1f}% {100 * hi:>9.1f}% {100 * signed:>+13.1f}%")
+    print(f"{'benchmark':<13} {'gpu':<14} {ERRORS_HEAD}")
+    for bench, label, score in summary(rows):
+        print(f"{bench:<13} {label:<14} {score.cells()}")
     if args.what_if:
         what_if(rows)
     secs = [r["seconds"] for r in rows]

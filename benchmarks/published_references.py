@@ -10,7 +10,6 @@ Nothing here is fitted: the catalog entries are scored as shipped.
 """
 from __future__ import annotations
 
-import csv
 import sys
 import tempfile
 from pathlib import Path
@@ -18,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import csv_rows  # noqa: E402
 
 
 def row(what: str, measured: float, predicted: float, unit: str) -> None:
@@ -27,8 +28,7 @@ def row(what: str, measured: float, predicted: float, unit: str) -> None:
 def resnet() -> None:
     import ironlaw
     print("ResNet-50, NVIDIA DeepLearningExamples (PyTorch, 1 GPU)        measured  predicted")
-    lines = [ln for ln in (DATA / "nvidia_dle_resnet50_pytorch.csv").read_text().splitlines() if not ln.startswith("#")]
-    for r in csv.DictReader(lines):
+    for r in csv_rows(DATA / "nvidia_dle_resnet50_pytorch.csv"):
         dtype = "fp16" if r["precision"] == "mixed" else r["precision"]
         est = ironlaw.analyze("resnet50", on=r["hardware"], phase=r["phase"], batch=int(r["batch"]), dtype=dtype)
         row(f"{r['hardware']} {r['phase']} {r['precision']} b{r['batch']}", float(r["throughput_img_s"]),

@@ -35,7 +35,6 @@ benchmarks/data/aiconfigurator_0.12.csv holds them, and the time per ironlaw pre
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
@@ -44,6 +43,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import csv_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/trtllm_perf_overview_h100.csv"
@@ -113,9 +115,8 @@ def spec_for(model: str) -> str | None:
 
 
 def cells(path: Path = CSV) -> list[dict]:
-    rows = csv.DictReader(ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#"))
     return [{**r, "tp": int(r["tp"]), "isl": int(r["isl"]), "osl": int(r["osl"]),
-             "published": float(r["output_tokens_per_s"])} for r in rows]
+             "published": float(r["output_tokens_per_s"])} for r in csv_rows(path)]
 
 
 # which TensorRT-LLM release's kernels price a cell: the catalog's (1.3.0rc20) unless ``--release`` names one for
@@ -455,9 +456,8 @@ def score(terms: list[CellTerms], c: dict) -> list[float]:
 def aiconfigurator_rows() -> list[dict]:
     if not AIC.exists():
         return []
-    rows = csv.DictReader(ln for ln in AIC.read_text().splitlines() if ln and not ln.startswith("#"))
     return [{**r, "isl": int(r["isl"]), "osl": int(r["osl"]), "tp": int(r["tp"]),
-             "pred": float(r["predicted_tokens_per_s"]), "wall_s": float(r["wall_s"])} for r in rows
+             "pred": float(r["predicted_tokens_per_s"]), "wall_s": float(r["wall_s"])} for r in csv_rows(AIC)
             if r["predicted_tokens_per_s"]]           # an empty prediction: a cell aiconfigurator could not run
 
 

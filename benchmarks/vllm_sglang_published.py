@@ -51,12 +51,14 @@ checkpoint stores its weights (``--mxfp4``'s pricing for the gpt-oss rows, which
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench import ERRORS_HEAD, csv_rows, errors, header, keyed, line, percent, print_columns  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV = ROOT / "tests/data/vllm_sglang_gpustack_perflab.csv"
@@ -73,8 +75,7 @@ PROVENANCE = ("framework", "version", "gpu", "serve_command", "dataset", "source
 
 def load(path: Path = CSV) -> list[dict]:
     """The CSV's rows (``#`` lines are its header), numbers as numbers; mean lengths per request added."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = csv_rows(path)
     for r in rows:
         for k in ("row", "gpus", "tp", "ep", "attention_dp", "num_prompts", "input_tokens", "output_tokens"):
             r[k] = int(r[k])
@@ -177,16 +178,19 @@ def print_async(pairs_: list[dict]) -> None:
               f"{statistics.median(p['ratio_pred'] for p in ps):.3f}; median |err| async "
               f"{100 * statistics.median(abs(p['err'][0]) for p in ps):.1f}%, serial "
               f"{100 * statistics.median(abs(p['err'][1]) for p in ps):.1f}%")
+# the columns of the printed row tables (bench.header, bench.line)
+ROW, ENGINE, GPU = keyed("row", ">3", "row"), keyed("engine", "<6", "framework"), keyed("gpu", "<4", "gpu")
+DATASET = ("dataset", "<8", lambda r: r["dataset"][:8])
+PUBLISHED = keyed("published", ">9", "total_tok_s", ".0f")
+MXFP4_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), DATASET, keyed("ISL", ">6", "prompt"),
+                 keyed("OSL", ">4", "output"), keyed("N", ">5", "num_prompts"), PUBLISHED,
+                 keyed("mxfp4", ">8", "pred", ".0f"), percent("error", "err"), keyed("bf16", ">8", "pred_bf16", ".0f"),
+                 percent("error", "err_bf16")]
 
 
 def print_mxfp4(rows: list[dict]) -> None:
     print("\nMXFP4-expert rows (gpt-oss, not in the summary): the checkpoint's format vs every weight in bf16")
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} "
-          f"{'published':>9} {'mxfp4':>8} {'error':>7} {'bf16':>8} {'error':>7}")
-    for r in rows:
-        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['dataset'][:8]:<8} "
-              f"{r['prompt']:>6} {r['output']:>4} {r['num_prompts']:>5} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
-              f"{100 * r['err']:>+6.1f}% {r['pred_bf16']:>8.0f} {100 * r['err_bf16']:>+6.1f}%")
+    print_columns(MXFP4_COLUMNS, rows)
     if rows:
         mag = [abs(r["err"]) for r in rows]
         print(f"{len(rows)} rows: median |err| {100 * statistics.median(mag):.1f}% (MXFP4 experts), "
@@ -214,14 +218,15 @@ def latency_rows(rows: list[dict] | None = None) -> list[dict]:
     return out
 
 
+LATENCY_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<12", "model"), keyed("C", ">2", "concurrency"),
+                   keyed("ISL", ">5", "prompt"), keyed("OSL", ">4", "output"), keyed("N", ">4", "num_prompts"),
+                   PUBLISHED, keyed("ironlaw", ">8", "pred", ".0f"),
+                   ("ITL ms", ">7", lambda r: f"{1e3 * r['itl_s']:.2f}"), percent("error", "err")]
+
+
 def print_latency(rows: list[dict]) -> None:
     print("\ncapped-concurrency (latency) runs, not in the summary: C streams of back-to-back requests")
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<12} {'C':>2} {'ISL':>5} {'OSL':>4} {'N':>4} "
-          f"{'published':>9} {'ironlaw':>8} {'ITL ms':>7} {'error':>7}")
-    for r in rows:
-        print(f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<12} {r['concurrency']:>2} "
-              f"{r['prompt']:>5} {r['output']:>4} {r['num_prompts']:>4} {r['total_tok_s']:>9.0f} {r['pred']:>8.0f} "
-              f"{1e3 * r['itl_s']:>7.2f} {100 * r['err']:>+6.1f}%")
+    print_columns(LATENCY_COLUMNS, rows)
 
 
 def scored(rows: list[dict] | None = None) -> list[dict]:
@@ -281,11 +286,6 @@ def what_if(rows: list[dict]) -> None:
                       f"{100 * statistics.median(abs(e) for e in after):.1f}%")
 
 
-def p90(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
-
-
 def groups(rows: list[dict]) -> list[tuple[str, list[float]]]:
     """(label, signed errors) per framework × GPU × dataset kind, and per framework and dataset kind."""
     out = []
@@ -321,23 +321,24 @@ def pairs(rows: list[dict]) -> list[dict]:
     return out
 
 
+PAIR_COLUMNS = [ROW, keyed("ctl", ">3", "control"), ENGINE, GPU, keyed("model", "<10", "model"), DATASET,
+                keyed("ISL", ">6", "prompt"), keyed("OSL", ">4", "output"),
+                keyed("published", ">9", "published", ".2f"), keyed("ironlaw", ">8", "predicted", ".2f"),
+                percent("error", "err")]
+ROW_COLUMNS = [ROW, ENGINE, GPU, keyed("model", "<15", "model"), keyed("dtype", "<5", "dtype"),
+               keyed("tp", ">2", "tp"), keyed("ep", ">2", "ep"), keyed("adp", ">3", "attention_dp"), DATASET,
+               keyed("ISL", ">6", "prompt"), keyed("OSL", ">4", "output"), keyed("N", ">5", "num_prompts"), PUBLISHED]
+
+
 def print_pairs(pairs_: list[dict]) -> None:
     print("\nframework / TensorRT-LLM on the same page, model, weights and workload (tokens/s ratios)")
-    print(f"{'row':>3} {'ctl':>3} {'engine':<6} {'gpu':<4} {'model':<10} {'dataset':<8} {'ISL':>6} {'OSL':>4} "
-          f"{'published':>9} {'ironlaw':>8} {'error':>7}")
-    for p in pairs_:
-        print(f"{p['row']:>3} {p['control']:>3} {p['framework']:<6} {p['gpu']:<4} {p['model']:<10} "
-              f"{p['dataset'][:8]:<8} {p['prompt']:>6} {p['output']:>4} {p['published']:>9.2f} "
-              f"{p['predicted']:>8.2f} {100 * p['err']:>+6.1f}%")
+    print_columns(PAIR_COLUMNS, pairs_)
 
 
 def print_rows(rows: list[dict]) -> None:
-    print(f"{'row':>3} {'engine':<6} {'gpu':<4} {'model':<15} {'dtype':<5} {'tp':>2} {'ep':>2} {'adp':>3} "
-          f"{'dataset':<8} {'ISL':>6} {'OSL':>4} {'N':>5} {'published':>9} {'ironlaw':>9} {'error':>7}")
+    print(f"{header(ROW_COLUMNS)} {'ironlaw':>9} {'error':>7}")
     for r in rows:
-        head = (f"{r['row']:>3} {r['framework']:<6} {r['gpu']:<4} {r['model']:<15} {r['dtype']:<5} {r['tp']:>2} "
-                f"{r['ep']:>2} {r['attention_dp']:>3} {r['dataset'][:8]:<8} {r['prompt']:>6} {r['output']:>4} "
-                f"{r['num_prompts']:>5} {r['total_tok_s']:>9.0f}")
+        head = line(ROW_COLUMNS, r)
         if r["err"] is None:
             print(f"{head} {'—':>9}  not modelled ({r['modelled'].removeprefix('no: ')})")
         else:
@@ -360,11 +361,9 @@ def main() -> int:
     n_mod = sum(r["err"] is not None for r in rows)
     print(f"\n{len(rows)} published rows, {n_mod} priced, {len(rows) - n_mod} not modelled "
           f"(tests/data/vllm_sglang_gpustack_perflab.csv); error = predicted / published total tokens/s − 1")
-    print(f"{'rows':<36} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'signed median':>14}")
+    print(f"{'rows':<36} {ERRORS_HEAD}")
     for label, errs in groups(rows):
-        mag = [abs(e) for e in errs]
-        print(f"{label:<36} {len(errs):>3} {100 * statistics.median(mag):>11.1f}% {100 * p90(mag):>9.1f}% "
-              f"{100 * statistics.median(errs):>+13.1f}%")
+        print(f"{label:<36} {errors(errs).cells()}")
     pp = pairs(rows)
     if args.rows:
         print_pairs(pp)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import trtllm_h100 as h100  # noqa: E402
+from bench import csv_rows  # noqa: E402
 
 TABLES = {"h100": "h100", "h200": "h200", "b200": "blackwell", "gb200": "blackwell"}
 GOAL_SPEEDUP = 30.0
@@ -46,9 +47,7 @@ def paired(gpus: set[str]) -> tuple[list[dict], list[dict]]:
     """The cells both tools predicted (with both errors and seconds), and the cells aiconfigurator could not run."""
     pub = published(gpus)
     rows, failed = [], []
-    from csv import DictReader
-    lines = [ln for ln in h100.AIC.read_text().splitlines() if ln and not ln.startswith("#")]
-    for a in DictReader(lines):
+    for a in csv_rows(h100.AIC):
         key = (a["model"], a["gpu"], int(a["tp"]), int(a["isl"]), int(a["osl"]))
         if key not in pub:
             continue

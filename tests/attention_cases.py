@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ironlaw.core.gemmshape import attention_kernel
 from ironlaw.core.graph import Graph
 from ironlaw.law import efficiency, law
 from ironlaw.machine import calibration, hardware
@@ -47,18 +48,46 @@ def relaunched(hw, op, **fields) -> Calibration:
     return Calibration.of(calibration.check(cal, "calibration"))
 
 
-def prefill_latency_s(row: dict, table: tuple, kernel: str, p: dict, gpu: str, graph_dtype: str) -> float:
-    """The fixed seconds (``Terms.latency_s``) the law gives the prefill op of one table ``row`` (the tables'
-    columns; ``table``: the device as the table names it, framework, version) on ``gpu`` under a class ``kernel``
-    of fields ``p`` alone."""
+def table_prefill_op(row: dict, table: tuple, kernel: str, gpu: str):
+    """The prefill op the fitter builds from one table ``row`` (the tables' columns; ``table``: the device as the
+    table names it, framework, version) of class ``kernel`` on ``gpu``."""
     import pandas as pd
     from ironlaw.measure.calibrate import kernelfit
     from ironlaw.measure.calibrate.kerneltable import KernelTable
     rows = pd.DataFrame([{"step": 0, "latency_s": 1e-4, **row}])
     t = KernelTable("context_attention", gpu, *table, "x.parquet", rows)
     g = kernelfit.Group("g", ("kernel", kernel), "context_attention", t, None)
-    op = kernelfit.ops.attention_op(next(rows.itertuples()), g)
+    return kernelfit.ops.attention_op(next(rows.itertuples()), g)
+
+
+def prefill_terms(op, kernel: str, p: dict, gpu: str, graph_dtype: str):
+    """The law's efficiency terms (``efficiency.Terms``) of the prefill ``op`` alone on ``gpu`` under a class
+    ``kernel`` of fields ``p`` alone."""
     cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {kernel: p}}
     hw = replace(hardware.get(gpu), calibration=Calibration.of(cal))
-    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", graph_dtype, [op]), hw).cols, hw)
-                          .latency_s)[0])
+    return efficiency.evaluate(law.place(Graph("t", "prefill", graph_dtype, [op]), hw).cols, hw)
+
+
+def prefill_latency_s(row: dict, table: tuple, kernel: str, p: dict, gpu: str, graph_dtype: str) -> float:
+    """The fixed seconds (``Terms.latency_s``) the law gives the prefill op of one table ``row`` (the tables'
+    columns; ``table``: the device as the table names it, framework, version) on ``gpu`` under a class ``kernel``
+    of fields ``p`` alone."""
+    op = table_prefill_op(row, table, kernel, gpu)
+    return float(np.ravel(prefill_terms(op, kernel, p, gpu, graph_dtype).latency_s)[0])
+
+
+# SGLang 0.5.14's H100 FP8-cache prefill class: one sequence of one head, the query-tile and causal-block cases
+FP8_CACHE_MHA = attention_kernel("prefill", "bf16", "fp8", "_mha")
+
+
+def sglang_h100_prefill(tokens: float, head_dim: int = 512, batch: int = 1):
+    """The prefill op of ``batch`` sequences of ``tokens`` tokens, one head on one KV head at ``head_dim``, in
+    SGLang 0.5.14's H100 FP8-cache class (``FP8_CACHE_MHA``)."""
+    row = dict(batch_size=batch, isl=tokens, num_heads=1, num_key_value_heads=1, head_dim=head_dim, window_size=0,
+               attn_dtype="bfloat16", kv_cache_dtype="fp8")
+    return table_prefill_op(row, ("NVIDIA H100", "sglang", "0.5.14"), FP8_CACHE_MHA, "h100")
+
+
+def h100_compute_eta(op, p: dict) -> float:
+    """The op's compute η on H100 under an FP8-cache prefill class (``FP8_CACHE_MHA``) of fields ``p``."""
+    return float(np.ravel(prefill_terms(op, FP8_CACHE_MHA, p, "h100", "bf16").compute_eta)[0])

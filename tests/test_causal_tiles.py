@@ -3,22 +3,17 @@ prefill): the pairs it computes over the causal pairs the op counts (``querytile
 divides the compute η by for a class that names its blocks (``causal_blocks``, ``efficiency.causal_tiles``)."""
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
-from ironlaw.core.gemmshape import attention_kernel  # noqa: E402
-from ironlaw.core.graph import Graph  # noqa: E402
 from ironlaw.core.querytiles import causal_tile_share  # noqa: E402
-from ironlaw.law import efficiency, law  # noqa: E402
 from ironlaw.machine import calibration, engines, hardware  # noqa: E402
-from ironlaw.machine.calibration import Calibration  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
+from attention_cases import FP8_CACHE_MHA as MHA, h100_compute_eta, sglang_h100_prefill  # noqa: E402
 
-MHA = attention_kernel("prefill", "bf16", "fp8", "_mha")
 SHAPE = {"eta_max": 0.2, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 1.0, "latency_s": 1e-6,
          "query_tiles": [[512, 32, 1]]}
 BASE = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"]}
@@ -37,29 +32,14 @@ def test_the_share_is_the_whole_tiles_over_the_causal_pairs():
     assert 1.0 < float(causal_tile_share(3072, 32, 64)) < 1.03
 
 
-def _prefill(tokens: float, head_dim: int = 512):
-    rows = pd.DataFrame([dict(batch_size=8, isl=tokens, num_heads=1, num_key_value_heads=1, head_dim=head_dim,
-                              window_size=0, attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0, latency_s=1e-4)])
-    t = KernelTable("context_attention", "h100", "NVIDIA H100", "sglang", "0.5.14", "x.parquet", rows)
-    g = kernelfit.Group("g", ("kernel", MHA), "context_attention", t, None)
-    return kernelfit.ops.attention_op(next(rows.itertuples()), g)
-
-
-def _eta(op, p: dict) -> float:
-    cal = {**BASE, "kernel": {MHA: p}}
-    hw = replace(hardware.get("h100"), calibration=Calibration.of(cal))
-    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "bf16", [op]), hw).cols, hw)
-                          .compute_eta)[0])
-
-
 def test_the_law_divides_the_compute_eta_by_the_share_at_the_named_head_dims():
     """128 tokens at head dim 512 in 32 × 64 tiles compute 1.49× the causal pairs; at head dim 128, which the class
     names no blocks for, the η is as without them."""
     blocks = {**SHAPE, "causal_blocks": [[512, 64]]}
-    op = _prefill(128.0)
-    assert _eta(op, SHAPE) / _eta(op, blocks) == pytest.approx(12288 / 8256, rel=1e-6)
-    other = _prefill(128.0, head_dim=128)
-    assert _eta(other, blocks) == _eta(other, SHAPE)
+    op = sglang_h100_prefill(128.0, batch=8)
+    assert h100_compute_eta(op, SHAPE) / h100_compute_eta(op, blocks) == pytest.approx(12288 / 8256, rel=1e-6)
+    other = sglang_h100_prefill(128.0, head_dim=128, batch=8)
+    assert h100_compute_eta(other, blocks) == h100_compute_eta(other, SHAPE)
 
 
 def test_causal_blocks_are_head_dim_and_block_pairs_at_tiled_head_dims():

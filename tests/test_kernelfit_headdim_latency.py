@@ -36,6 +36,22 @@ def _plain(hw, g) -> dict:
             if k not in ("latency_head_dims", "latency_head_dim_s")}
 
 
+def added_at(g, at: int):
+    """``g``'s rows with ADDED_S more at head dim ``at``."""
+    return g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == at, ADDED_S, 0.0))
+
+
+def fit_measures_added(g, added, at: int) -> dict:
+    """The head-dim fit of ``added`` (``g``'s class with ``added_at(g, at)`` rows, as some framework's table), checked
+    to keep ADDED_S more at ``at`` than the same class fitted on ``g``'s own rows; returned."""
+    plain = kernelfit.launches.head_dim_latency(replace(added, rows=g.rows), g.rows)
+    own = kernelfit.launches.head_dim_latency(added, added.rows)
+    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
+    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
+    assert after[at] - before.get(at, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    return own
+
+
 def test_the_law_adds_the_seconds_at_the_listed_head_dim_only(h100_window):
     hw, g = h100_window
     prob = fitcore.Problem(hw, kernelfit.observations(g, g.rows, hw), weighting="per_case")
@@ -54,13 +70,9 @@ def test_the_fit_measures_a_head_dim_s_fastest_call_on_sglang_s_window_classes_o
     (``HEAD_DIM_LATENCY``); and the added rows hold
     out better with the head dims' seconds than fitted as SGLang's without them."""
     hw, g = h100_window
-    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == 192, ADDED_S, 0.0))
+    rows = added_at(g, 192)
     sglang = replace(g, table=replace(g.table, framework="sglang"), rows=rows)
-    plain = kernelfit.launches.head_dim_latency(replace(sglang, rows=g.rows), g.rows)
-    shifted = kernelfit.launches.head_dim_latency(sglang, rows)
-    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
-    after = dict(zip(shifted["latency_head_dims"], shifted["latency_head_dim_s"]))
-    assert after[192] - before.get(192, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    shifted = fit_measures_added(g, sglang, 192)
     assert kernelfit.launches.head_dim_latency(replace(g, table=replace(g.table, gpu="b200"), rows=rows), rows) == {}
     fit_rows = kernelfit.split(rows, g.op)[0]
     own = kernelfit.classfit.fit_class(hw, sglang, fit_rows)
@@ -115,13 +127,9 @@ def test_sglang_s_one_head_decode_has_a_latency_per_head_dim_on_the_listed_gpus_
     g = next(x for x in gs if x.name.endswith("one head per KV head"))
     top = int(g.rows.head_dim.max())
     assert g.rows.head_dim.nunique() > 1
-    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    rows = added_at(g, top)
     on = lambda gpu: replace(g, table=replace(g.table, framework="sglang", gpu=gpu), rows=rows)  # noqa: E731
-    plain = kernelfit.launches.head_dim_latency(replace(on("l40s"), rows=g.rows), g.rows)
-    own = kernelfit.launches.head_dim_latency(on("l40s"), rows)
-    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
-    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
-    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    fit_measures_added(g, on("l40s"), top)
     assert kernelfit.launches.head_dim_latency(on("h100"), rows) == {}
 
 
@@ -134,15 +142,11 @@ def test_sglang_s_one_head_prefill_has_a_latency_per_head_dim_in_the_keyed_class
     g = next(x for x in gs if x.name == "context attention bf16, KV bf16, one head per KV head")
     top = int(g.rows.head_dim.max())
     assert g.rows.head_dim.nunique() > 1
-    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    rows = added_at(g, top)
     fp8 = ("kernel", "attention_context_bf16_kv_fp8_mha")
     on = lambda gpu, key=fp8: replace(g, key=key, rows=rows,  # noqa: E731
                                       table=replace(g.table, framework="sglang", gpu=gpu))
-    plain = kernelfit.launches.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
-    own = kernelfit.launches.head_dim_latency(on("b200"), rows)
-    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
-    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
-    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    fit_measures_added(g, on("b200"), top)
     assert kernelfit.launches.head_dim_latency(on("h100"), rows) == {}
     assert kernelfit.launches.head_dim_latency(on("b200", g.key), rows) == {}
     assert kernelfit.launches.head_dim_latency(replace(on("b200"), table=replace(on("b200").table, framework="vllm")),
@@ -169,15 +173,11 @@ def test_sglang_s_b200_fp8_cache_one_head_decode_has_a_latency_per_head_dim_ther
     gs = kernelfit.groups(kerneltable.read(DATA / "h100_sxm", ops=("generation_attention",), framework="trtllm"))
     g = next(x for x in gs if x.key[1] == "attention_generation_bf16_kv_bf16_mha")
     top = int(g.rows.head_dim.max())
-    rows = g.rows.assign(latency_s=g.rows.latency_s + np.where(g.rows.head_dim == top, ADDED_S, 0.0))
+    rows = added_at(g, top)
     fp8 = ("kernel", "attention_generation_bf16_kv_fp8_mha")
     on = lambda gpu, key=fp8: replace(g, key=key, rows=rows,  # noqa: E731
                                       table=replace(g.table, framework="sglang", gpu=gpu))
-    plain = kernelfit.launches.head_dim_latency(replace(on("b200"), rows=g.rows), g.rows)
-    own = kernelfit.launches.head_dim_latency(on("b200"), rows)
-    before = dict(zip(plain.get("latency_head_dims", []), plain.get("latency_head_dim_s", [])))
-    after = dict(zip(own["latency_head_dims"], own["latency_head_dim_s"]))
-    assert after[top] - before.get(top, 0.0) == pytest.approx(ADDED_S, rel=0.05)
+    fit_measures_added(g, on("b200"), top)
     assert kernelfit.launches.head_dim_latency(on("b300"), rows) == {}
     assert kernelfit.launches.head_dim_latency(on("b200", g.key), rows) == {}
     table = engines.load("b200", "sglang")["kernel"][fp8[1]]

@@ -14,6 +14,7 @@ from ironlaw.models.workloads import Request, catalog, resolve
 from ironlaw.models.workloads import families
 from ironlaw.models.workloads import transformer as T
 from conftest import run_cli
+from hf_oracle import meta_model
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
 B = 1e9
@@ -392,14 +393,10 @@ SYNTHETIC = {   # small configs of each new family: transformers' modules count 
 @pytest.mark.torch
 @pytest.mark.parametrize("name", list(SYNTHETIC))
 def test_synthetic_configs_match_transformers(name, tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
     mt = name.replace("_no_q_lora", "")
     cfg = dict(SYNTHETIC[name])
     g = build(f"hf:{_write(tmp_path, {'model_type': mt, **cfg})}", phase="decode", seq=64)
-    c = transformers.AutoConfig.for_model(mt, **cfg)
-    with torch.device("meta"):
-        m = transformers.AutoModelForCausalLM.from_config(c)
+    m = meta_model({"model_type": mt, **cfg})
     n = sum(p.numel() for p in m.parameters())
     if mt == "deepseek_v3":        # transformers keeps the router's score-correction bias as a buffer
         n += g.meta["moe_layers"] * cfg["n_routed_experts"]

@@ -1,8 +1,6 @@
 """A causal prefill kernel that gives each CTA one tile of a query head's rows (SGLang's Triton prefill): its launch
 runs in waves, each as long as its longest tile's walk over the keys (``core.querytiles``, ``efficiency.query_waves``,
 ``kernelfit.launches.query_tiles_of``)."""
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -10,16 +8,13 @@ pd = pytest.importorskip("pandas")
 
 from ironlaw.core.errors import IronlawError  # noqa: E402
 from ironlaw.core.gemmshape import attention_kernel  # noqa: E402
-from ironlaw.core.graph import Graph  # noqa: E402
 from ironlaw.core.querytiles import floor_sum, wave_factor, wave_walk  # noqa: E402
-from ironlaw.law import efficiency, law  # noqa: E402
 from ironlaw.machine import calibration, hardware  # noqa: E402
-from ironlaw.machine.calibration import Calibration  # noqa: E402
 from ironlaw.measure.calibrate import kernelfit  # noqa: E402
 from ironlaw.measure.calibrate.kerneltable import KernelTable  # noqa: E402
-from attention_cases import prefill_latency_s  # noqa: E402
+from attention_cases import (FP8_CACHE_MHA as MHA, h100_compute_eta, prefill_latency_s,  # noqa: E402
+                             sglang_h100_prefill)
 
-MHA = attention_kernel("prefill", "bf16", "fp8", "_mha")
 SHAPE = {"eta_max": 0.2, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 1.0, "latency_s": 1e-6}
 
 
@@ -53,30 +48,14 @@ def test_one_wave_is_its_longest_tile_and_many_waves_balance():
     assert 1.0 <= f[2] < 1.001
 
 
-def _prefill(tokens: float, head_dim: int = 512, batch: int = 1):
-    rows = pd.DataFrame([dict(batch_size=batch, isl=tokens, num_heads=1, num_key_value_heads=1, head_dim=head_dim,
-                              window_size=0, attn_dtype="bfloat16", kv_cache_dtype="fp8", step=0, latency_s=1e-4)])
-    t = KernelTable("context_attention", "h100", "NVIDIA H100", "sglang", "0.5.14", "x.parquet", rows)
-    g = kernelfit.Group("g", ("kernel", MHA), "context_attention", t, None)
-    return kernelfit.ops.attention_op(next(rows.itertuples()), g)
-
-
-def _eta(op, p: dict) -> float:
-    """The op's compute η on H100 under a class of shape terms ``p``."""
-    cal = {"schema": calibration.SCHEMA, "source": "derived: test", "fitted": ["x"], "kernel": {MHA: p}}
-    hw = replace(hardware.get("h100"), calibration=Calibration.of(cal))
-    return float(np.ravel(efficiency.evaluate(law.place(Graph("t", "prefill", "bf16", [op]), hw).cols, hw)
-                          .compute_eta)[0])
-
-
 def test_the_law_prices_the_waves_at_the_tiled_head_dims_only():
     """A one-wave prefill (1,024 tokens, one head, 32 tiles on 132 SMs) runs at 1/8 of its balanced η; at a head dim
     the class does not tile, as without ``query_tiles``."""
     tiled = {**SHAPE, "query_tiles": [[512, 32, 1]]}
-    op = _prefill(1024.0)
-    assert _eta(op, SHAPE) / _eta(op, tiled) == pytest.approx(132 * 32 / (32 * 33 / 2))
-    other = _prefill(1024.0, head_dim=128)
-    assert _eta(other, tiled) == _eta(other, SHAPE)
+    op = sglang_h100_prefill(1024.0)
+    assert h100_compute_eta(op, SHAPE) / h100_compute_eta(op, tiled) == pytest.approx(132 * 32 / (32 * 33 / 2))
+    other = sglang_h100_prefill(1024.0, head_dim=128)
+    assert h100_compute_eta(other, tiled) == h100_compute_eta(other, SHAPE)
 
 
 def test_query_tiles_are_head_dim_and_block_pairs():

@@ -15,6 +15,7 @@ from ironlaw.law import law
 from ironlaw.core.errors import IronlawError
 from ironlaw.models.workloads import Request, resolve
 from ironlaw.models.workloads import transformer as T
+from hf_oracle import meta_model, stored_config
 
 DATA = Path(__file__).parent / "data"
 REF = json.loads((DATA / "transformer_reference.json").read_text())
@@ -146,13 +147,7 @@ def test_training_footprint_classes():
 @pytest.mark.torch
 @pytest.mark.parametrize("name", ["gpt2", "bert-base", "llama3-8b", "mixtral-8x7b"])
 def test_params_match_transformers_modules(name):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    cfg = json.loads((T.CONFIG_DIR / f"{name}.json").read_text())
-    cfg.pop("_source")
-    c = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
-    with torch.device("meta"):
-        m = (transformers.AutoModel if name.startswith("bert") else transformers.AutoModelForCausalLM).from_config(c)
+    m = meta_model(stored_config(name))
     assert sum(p.numel() for p in m.parameters()) == T.builtin_arch(name).params()
 
 
@@ -179,14 +174,9 @@ SYNTHETIC = {   # small configs exercising every switch the parser reads; transf
 @pytest.mark.torch
 @pytest.mark.parametrize("name", list(SYNTHETIC))
 def test_synthetic_configs_match_transformers(name, tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
     cfg = dict(SYNTHETIC[name])
     g = build(f"hf:{_write(tmp_path, cfg)}", phase="train" if "bert" in name else "decode", seq=64)
-    mt = cfg.pop("model_type")
-    c = transformers.AutoConfig.for_model(mt, **cfg)
-    with torch.device("meta"):
-        m = (transformers.AutoModel if mt == "bert" else transformers.AutoModelForCausalLM).from_config(c)
+    m = meta_model(cfg)
     assert sum(p.numel() for p in m.parameters()) == g.meta["params"]
 
 
@@ -194,15 +184,10 @@ def test_synthetic_configs_match_transformers(name, tmp_path):
 @pytest.mark.parametrize("name,s", [("gpt2", 64), ("bert-base", 64)])
 def test_flops_match_torch_flop_counter(name, s):
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
     from torch.utils.flop_counter import FlopCounterMode
 
-    cfg = json.loads((T.CONFIG_DIR / f"{name}.json").read_text())
-    cfg.pop("_source")
-    c = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
-    with torch.device("meta"):
-        m = (transformers.AutoModel if name.startswith("bert") else transformers.AutoModelForCausalLM).from_config(c)
-        ids = torch.zeros(2, s, dtype=torch.long)
+    m = meta_model(stored_config(name))
+    ids = torch.zeros(2, s, dtype=torch.long, device="meta")
     fc = FlopCounterMode(display=False)
     with fc, torch.no_grad():
         m(input_ids=ids)

@@ -335,12 +335,28 @@ def _check_head_dims(p: dict, w: str, field: str = "math_head_dims", needs: str 
     """``math_head_dims`` / ``vector_head_dims``: a non-empty list of positive head dims, on a class that names its
     ``math`` / ``vector`` (the head dims the class computes in its math dtype at / runs its softmax beside its
     products at)."""
-    dims = p[field]
     if needs not in p:
         raise IronlawError(f"{w}: {field} are the head dims a {needs} class applies its {needs} at: it needs {needs}")
-    if not isinstance(dims, list) or not dims or not all(
-            isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0 for d in dims):
+    _head_dim_list(p[field], w, field)
+
+
+def _is_number(x) -> bool:
+    """A TOML number: an int or a float, not a bool."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _head_dim_list(dims, w: str, field: str) -> None:
+    """``field`` (``dims``): a non-empty list of head dims > 0."""
+    if not isinstance(dims, list) or not dims or not all(_is_number(d) and d > 0 for d in dims):
         raise IronlawError(f"{w}.{field}: must be a non-empty list of head dims > 0, got {dims!r}")
+
+
+def _seconds_per_head_dim(secs, dims: list, w: str, field: str, most: float, of: str) -> None:
+    """``field`` (``secs``): one number of seconds in [0, ``most``] per head dim of ``of`` (``dims``)."""
+    if not isinstance(secs, list) or len(secs) != len(dims) or not all(
+            _is_number(x) and 0.0 <= x <= most for x in secs):
+        raise IronlawError(f"{w}.{field}: must be one number of seconds in [0, {most:g}] per head dim of {of}, "
+                           f"got {secs!r}")
 
 
 def _check_latency_head_dims(p: dict, w: str) -> None:
@@ -350,26 +366,21 @@ def _check_latency_head_dims(p: dict, w: str) -> None:
     if dims is None or secs is None:
         raise IronlawError(f"{w}: latency_head_dims and latency_head_dim_s come together (the head dims and the seconds "
                            f"each adds to the fixed latency)")
-    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
-    if not isinstance(dims, list) or not dims or not all(num(d) and d > 0 for d in dims):
-        raise IronlawError(f"{w}.latency_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
-    if not isinstance(secs, list) or len(secs) != len(dims) or not all(
-            num(x) and 0.0 <= x <= LATENCY_HEAD_DIM_S_MAX for x in secs):
-        raise IronlawError(f"{w}.latency_head_dim_s: must be one number of seconds in [0, {LATENCY_HEAD_DIM_S_MAX:g}] "
-                           f"per head dim of latency_head_dims, got {secs!r}")
+    _head_dim_list(dims, w, "latency_head_dims")
+    _seconds_per_head_dim(secs, dims, w, "latency_head_dim_s", LATENCY_HEAD_DIM_S_MAX, "latency_head_dims")
     groups = p.get("latency_groups")
     if groups is not None and (not isinstance(groups, list) or len(groups) != len(dims) or not all(
-            num(g) and g > 0 for g in groups)):
+            _is_number(g) and g > 0 for g in groups)):
         raise IronlawError(f"{w}.latency_groups: must be one number of query rows per KV head > 0 per head dim of "
                            f"latency_head_dims, got {groups!r}")
     for field, what in (("latency_units_max", "sequences × KV heads"), ("latency_keys_max", "keys per query"),
                         ("latency_tile_keys", "key elements per KV tile")):
         most = p.get(field)
-        if most is not None and not (num(most) and most >= 1):
+        if most is not None and not (_is_number(most) and most >= 1):
             raise IronlawError(f"{w}.{field}: must be a number of {what} ≥ 1, got {most!r}")
     power = p.get("latency_tile_power")
     if ("latency_tile_keys" in p) != (power is not None) or \
-            power is not None and not (num(power) and 0.0 <= power <= LATENCY_TILE_POWER_MAX):
+            power is not None and not (_is_number(power) and 0.0 <= power <= LATENCY_TILE_POWER_MAX):
         raise IronlawError(f"{w}: latency_tile_keys and latency_tile_power come together, the power in "
                            f"[0, {LATENCY_TILE_POWER_MAX:g}]; got {p.get('latency_tile_keys')!r}, {power!r}")
 
@@ -382,13 +393,8 @@ def _check_tile_head_dims(p: dict, w: str) -> None:
     if dims is None or secs is None or rows is None:
         raise IronlawError(f"{w}: tile_head_dims, tile_head_dim_s and tile_rows come together (the head dims, the "
                            f"seconds per CTA at each and each CTA's query rows)")
-    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)  # noqa: E731
-    if not isinstance(dims, list) or not dims or not all(num(d) and d > 0 for d in dims):
-        raise IronlawError(f"{w}.tile_head_dims: must be a non-empty list of head dims > 0, got {dims!r}")
-    if not isinstance(secs, list) or len(secs) != len(dims) or not all(
-            num(x) and 0.0 <= x <= TILE_HEAD_DIM_S_MAX for x in secs):
-        raise IronlawError(f"{w}.tile_head_dim_s: must be one number of seconds in [0, {TILE_HEAD_DIM_S_MAX:g}] per "
-                           f"head dim of tile_head_dims, got {secs!r}")
+    _head_dim_list(dims, w, "tile_head_dims")
+    _seconds_per_head_dim(secs, dims, w, "tile_head_dim_s", TILE_HEAD_DIM_S_MAX, "tile_head_dims")
     if not isinstance(rows, list) or len(rows) != len(dims) or not all(
             isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in rows):
         raise IronlawError(f"{w}.tile_rows: must be one whole number of query rows ≥ 0 per head dim of "

@@ -13,7 +13,7 @@ One concept a module, each importing only those below it (the "inside efficiency
 ``tiles`` (query tiles and CTAs in waves), ``launches`` (a launch's per-CTA and walking costs), ``moe`` (an MoE
 launch's setup costs), ``overlap`` (epilogue, serial share, composition), ``variants`` (the kernel an op runs) <
 ``weights`` (weight traffic), ``framework`` (the framework's terms), ``coords`` (an op as its kernel launches it) <
-``shared`` (the per-op readers of a calibration's classes).
+``shared`` (the per-op readers of a calibration's classes and shape tables).
 """
 from .coords import grid_coords, past_first_wave
 from .eta import compute_eta, memory_eta, within_peak

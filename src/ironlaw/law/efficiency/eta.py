@@ -10,7 +10,7 @@ from ...core.graph import Columns, KINDS
 from ...machine.calibration import Calibration, SHAPE_KINDS, STREAMED
 from .coords import grid_coords
 from .framework import with_framework_share
-from .shared import op_names
+from .shared import op_names, shape_tables
 from .weights import streamed_table
 
 
@@ -30,17 +30,12 @@ def compute_eta(cal: Calibration, cols: Columns, eta: np.ndarray, grid=1.0, spli
     kinds = np.array(KINDS)[cols.kind_idx]
     for kind, value in cal.compute.items():
         out[kinds == kind] = value
-    gemm = cal.shapes.get("matmul", {})
-    if gemm:
-        dts = np.array(cols.dtypes)
-        rows = (kinds == "matmul") & np.isin(dts, list(gemm))
-        if rows.any():
-            m, n, k = gemm_dims(cols)
-            kn = kn_rows(cols)
-            for dt, p in gemm.items():
-                r = rows & (dts == dt)
-                if r.any() and "eta_max" in p:        # (a table being fitted may hold only gemv_m yet)
-                    out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
+    tables = shape_tables(cal, cols, "eta_max", kinds=("matmul",))   # (a table being fitted may hold only gemv_m yet)
+    if tables:
+        m, n, k = gemm_dims(cols)
+        kn = kn_rows(cols)
+        for _, p, r in tables:
+            out[r] = gemm_eta(p, m[r], n[r], k[r], kn[r])
     out = _shape_eta(cal, cols, out)
     return with_framework_share(cal, within_peak(scoped(cal, cols, out, "compute", split), grid), cols.frontend)
 
@@ -76,16 +71,9 @@ def memory_eta(cal: Calibration, cols: Columns, eta: np.ndarray, own: bool = Tru
 
 
 def _shape_eta(cal: Calibration, cols: Columns, out: np.ndarray) -> np.ndarray:
-    kinds = np.array(KINDS)[cols.kind_idx]
-    dts = np.array(cols.dtypes)
-    dims = None
-    for kind in SHAPE_KINDS:
-        for dt, p in cal.shapes.get(kind, {}).items():
-            r = (kinds == kind) & (dts == dt)
-            if r.any():
-                dims = dims or gemm_dims(cols)
-                m, n, k = dims
-                out[r] = gemm_eta(p, m[r], n[r], k[r])
+    for _, p, r in shape_tables(cal, cols, kinds=SHAPE_KINDS):
+        m, n, k = gemm_dims(cols)
+        out[r] = gemm_eta(p, m[r], n[r], k[r])
     return out
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.gemmshape import gemm_dims, grid_factor
-from ...core.graph import Columns, KINDS
+from ...core.graph import Columns
 from ...core.keyblocks import KEY_BLOCK_KERNELS, fa2_window_keys, fa3_block_n, window_blocks
-from ...machine.calibration import Calibration, SHAPE_KINDS
+from ...machine.calibration import Calibration
 from .coords import Split, grid_coords
-from .shared import gemm_kernels, op_names
+from .shared import gemm_kernels, op_names, shape_tables
 
 
 def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | float:
@@ -21,15 +21,13 @@ def kernel_grid(cal: Calibration, cols: Columns, split=None) -> np.ndarray | flo
     launch, ``split_blocks``). The law divides both of the op's η by it, each held at 1 (``within_peak``)."""
     names = op_names(cols, "kernels")
     mine = gemm_kernels(cal, names)
-    tables = [(kind, dt, p) for kind in ("matmul",) + SHAPE_KINDS for dt, p in cal.shapes.get(kind, {}).items()
-              if "grid_log" in p]
+    tables = shape_tables(cal, cols, "grid_log")
     kernels = [(name, cal.kernel[p["grid_of"]] if "grid_of" in p else p) for name, p in mine
                if "grid_log" in p or "grid_of" in p]
     if not tables and not kernels:
         return 1.0
-    kinds, dts = np.array(KINDS)[cols.kind_idx], np.array(cols.dtypes)
     own = np.isin(names, [name for name, _ in mine])
-    rows = [((kinds == kind) & (dts == dt) & ~own, p) for kind, dt, p in tables] + [(names == nm, p) for nm, p in kernels]
+    rows = [(r & ~own, p) for _, p, r in tables] + [(names == nm, p) for nm, p in kernels]
     rows = [(r, p) for r, p in rows if r.any()]          # (n_ops,) masks: the ops each grid times
     if not rows:
         return 1.0

@@ -9,13 +9,13 @@ import numpy as np
 
 from ...core.gemmshape import gemm_dims
 from ...core.graph import Columns, KINDS
-from ...machine.calibration import Calibration, SHAPE_KINDS
+from ...machine.calibration import Calibration
 from .coords import Split, sequence_heads
 from .eta import scoped
 from .framework import framework_terms
 from .launches import cache_write_s, key_walk_s, swap_copy_s, unit_launch_s
 from .moe import expert_setup_s, token_setup_s, touched_setup_s
-from .shared import classes_with, gemm_kernels, op_names
+from .shared import classes_with, gemm_kernels, op_names, shape_tables
 from .splits import split_reduce_s
 from .tiles import plan_split_s, tile_cost_s, tile_share
 
@@ -88,11 +88,8 @@ def op_latency(cal: Calibration, cols: Columns, lat: np.ndarray) -> np.ndarray:
     for kind, value in table.items():
         if kind != "default":
             out[kinds == kind] = value
-    dts = np.array(cols.dtypes)
     own = np.isin(op_names(cols, "kernels"), [name for name, _ in gemm_kernels(cal)])   # a kernel's own table
-    for kind in ("matmul",) + SHAPE_KINDS:            # a shape table's own latency (a dtype's fixed cost)
-        for dt, p in cal.shapes.get(kind, {}).items():
-            if "latency_s" in p:
-                out[(kinds == kind) & (dts == dt) & ~own] = p["latency_s"]
+    for _, p, r in shape_tables(cal, cols, "latency_s"):   # a shape table's own latency (a dtype's fixed cost)
+        out[r & ~own] = p["latency_s"]
     out = scoped(cal, cols, out, "latency_s")
     return out + framework_terms(cal, cols.frontend)[0]

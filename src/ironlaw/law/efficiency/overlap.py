@@ -7,8 +7,8 @@ import numpy as np
 
 from ...core.gemmshape import gemm_dims, gemm_serial, kn_rows
 from ...core.graph import Columns, KINDS
-from ...machine.calibration import Calibration, SHAPE_KINDS
-from .shared import classes_with, gemm_kernels, op_names
+from ...machine.calibration import Calibration
+from .shared import classes_with, gemm_kernels, op_names, shape_tables
 
 
 def epilogue_share(device_kind: str, cols: Columns) -> np.ndarray:
@@ -41,16 +41,10 @@ def composed(data_s, compute_s, serial, written_s):
 def serial_share(cal: Calibration, cols: Columns) -> np.ndarray:
     """Per op, the share of min(data, compute) not overlapped (``serial`` of the GEMM shape tables)."""
     out = np.zeros(cols.flops.shape)
-    kinds = np.array(KINDS)[cols.kind_idx]
-    dts = np.array(cols.dtypes)
-    dims = None
-    for kind in ("matmul",) + SHAPE_KINDS:
-        for dt, p in cal.shapes.get(kind, {}).items():
-            r = (kinds == kind) & (dts == dt)
-            if "serial" in p and r.any():
-                dims = dims or gemm_dims(cols)
-                kn = kn_rows(cols) if kind == "matmul" else np.zeros(dims[0].shape, bool)
-                out[r] = gemm_serial(p, dims[0][r], kn[r])
+    for kind, p, r in shape_tables(cal, cols, "serial"):
+        m = gemm_dims(cols)[0]
+        kn = kn_rows(cols) if kind == "matmul" else np.zeros(m.shape, bool)
+        out[r] = gemm_serial(p, m[r], kn[r])
     names = op_names(cols, "kernels")
     for name, p in gemm_kernels(cal, names):
         out[names == name] = float(p.get("serial", 0.0))

@@ -1,14 +1,14 @@
 """Per op, what a calibration's kernel classes say: the ops' kernel (or op) names, the classes that carry a
-field, a field per op, the kernel entries that are GEMM shape tables of their own, a class's split kind and
-the SM count a launch needs.
+field, a field per op, the GEMM shape tables that price an op (a kind's per dtype, and the kernel entries that are
+tables of their own), a class's split kind and the SM count a launch needs.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...core.errors import IronlawError
-from ...core.graph import Columns
-from ...machine.calibration import Calibration
+from ...core.graph import Columns, KINDS
+from ...machine.calibration import Calibration, SHAPE_KINDS
 from ...machine.hardware import Hardware
 
 
@@ -30,6 +30,23 @@ def per_op(cal: Calibration, names: np.ndarray, field: str, default: float, lead
     """(n_ops, 1…) each op's kernel class's ``field``, ``default`` where its class has none."""
     return np.array([float(cal.kernel.get(nm, {}).get(field, default)) if nm else default
                      for nm in names]).reshape(lead)
+
+
+def shape_tables(cal: Calibration, cols: Columns, *fields: str,
+                 kinds: tuple[str, ...] = ("matmul",) + SHAPE_KINDS) -> list[tuple[str, dict, np.ndarray]]:
+    """[(kind, table, (n_ops,) the ops it prices)] of each GEMM shape table of ``kinds`` (``cal.shapes``: a kind's,
+    one per dtype) that states one of ``fields`` (any table where none is named) and prices an op of ``cols``: an op
+    of its kind and dtype. In ``kinds``' order, then the calibration's."""
+    if not any(cal.shapes.get(kind) for kind in kinds):
+        return []
+    op_kinds, dts = np.array(KINDS)[cols.kind_idx], np.array(cols.dtypes)
+    out = []
+    for kind in kinds:
+        for dt, p in cal.shapes.get(kind, {}).items():
+            r = (op_kinds == kind) & (dts == dt)
+            if (not fields or any(f in p for f in fields)) and r.any():
+                out.append((kind, p, r))
+    return out
 
 
 def gemm_kernels(cal: Calibration, names=None) -> list[tuple[str, dict]]:

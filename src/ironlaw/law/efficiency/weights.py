@@ -7,33 +7,27 @@ import numpy as np
 
 from ...core.gemmshape import gemm_dims, gemv_passes, is_gemv, kn_rows, row_factor, row_length, streamed_eta
 from ...core.graph import Columns, KINDS
-from ...machine.calibration import Calibration, SHAPE_KINDS
-from .shared import gemm_kernels, op_names
+from ...machine.calibration import Calibration
+from .shared import gemm_kernels, op_names, shape_tables
 
 
 def streamed_table(cal: Calibration, cols: Columns) -> np.ndarray | None:
     """Per op, the weight-traffic η its shape table gives (matmul: ``streamed``, or ``streamed_kn`` for
     x @ W, on GEMMs, not GEMVs, or with ``streamed_half`` ``gemmshape.streamed_eta`` on all; conv: ``streamed`` on all), NaN where the table gives none (the
     calibration's memory.streamed applies); None if no table gives one."""
-    kinds = np.array(KINDS)[cols.kind_idx]
-    dts = np.array(cols.dtypes)
-    out, dims = None, None
-    for kind in ("matmul",) + SHAPE_KINDS:
-        for dt, p in cal.shapes.get(kind, {}).items():
-            r = (kinds == kind) & (dts == dt)
-            if not r.any() or not any(f in p for f in ("streamed", "streamed_kn")):
-                continue
-            if out is None:
-                out = np.full(cols.flops.shape, np.nan)
-            if kind == "matmul":
-                dims = dims or gemm_dims(cols)
-                kn = kn_rows(cols)[r]
-                gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
-                if "streamed_half" in p:            # the weight tiles' CTAs in flight (gemmshape.streamed_eta)
-                    gemm = streamed_eta(p, dims[1][r], dims[2][r])
-                out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
-            elif "streamed" in p:
-                out[r] = p["streamed"]
+    out = None
+    for kind, p, r in shape_tables(cal, cols, "streamed", "streamed_kn"):
+        if out is None:
+            out = np.full(cols.flops.shape, np.nan)
+        if kind == "matmul":
+            dims = gemm_dims(cols)
+            kn = kn_rows(cols)[r]
+            gemm = np.where(kn, p.get("streamed_kn", p.get("streamed", np.nan)), p.get("streamed", np.nan))
+            if "streamed_half" in p:            # the weight tiles' CTAs in flight (gemmshape.streamed_eta)
+                gemm = streamed_eta(p, dims[1][r], dims[2][r])
+            out[r] = np.where(is_gemv(p, dims[0][r], kn), np.nan, gemm)
+        elif "streamed" in p:
+            out[r] = p["streamed"]
     names = op_names(cols, "kernels")
     for name, p in gemm_kernels(cal, names):
         r = names == name

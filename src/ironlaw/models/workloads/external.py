@@ -179,43 +179,37 @@ def _import_optional(name: str, what: str):
                            "(e.g. py:examples/resnet.py:resnet50)") from None
 
 
-def _image_input(req: Request, size: int):
-    return torch.randn(int(req.batch), 3, size, size)
+def _image_model(what: str, req: Request, library: str, names, build, default_size) -> Graph:
+    """A torchvision: or timm: model (``what``) captured on a batch × 3 × size² input: one configuration, no --seq,
+    ``names(module)`` its library's models, ``build(module, name)`` one of them (built on the meta device), its
+    image size --opt image_size or ``default_size(model)``."""
+    _one_config(req)
+    _phase(req, what)
+    _no_seq(req, what, "its input is batch × 3 × image_size² (--opt image_size=N)")
+    module = _import_optional(library, what)
+    arg = what.split(":", 1)[1]
+    known = names(module)
+    if arg not in known:
+        from ...core.errors import unknown
+        raise unknown(f"{library} model", arg, known)
+    with torch.device("meta"):
+        model = build(module, arg).eval()
+        size = int(req.options.get("image_size", default_size(model)))
+        x = torch.randn(int(req.batch), 3, size, size)
+    return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
 
 
 @prefix("torchvision", TORCH_PREFIXES["torchvision"], options=("image_size",))
 def torchvision_spec(arg: str, req: Request) -> Graph:
-    what = f"torchvision:{arg}"
-    _one_config(req)
-    _phase(req, what)
-    _no_seq(req, what, "its input is batch × 3 × image_size² (--opt image_size=N)")
-    tv = _import_optional("torchvision", what)
-    names = tv.models.list_models()
-    if arg not in names:
-        from ...core.errors import unknown
-        raise unknown("torchvision model", arg, names)
-    size = int(req.options.get("image_size", 224))
-    with torch.device("meta"):
-        model = tv.models.get_model(arg, weights=None).eval()
-        x = _image_input(req, size)
-    return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
+    return _image_model(f"torchvision:{arg}", req, "torchvision", lambda tv: tv.models.list_models(),
+                        lambda tv, name: tv.models.get_model(name, weights=None), lambda model: 224)
 
 
 @prefix("timm", TORCH_PREFIXES["timm"], options=("image_size",))
 def timm_spec(arg: str, req: Request) -> Graph:
-    what = f"timm:{arg}"
-    _one_config(req)
-    _phase(req, what)
-    _no_seq(req, what, "its input is batch × 3 × image_size² (--opt image_size=N)")
-    timm = _import_optional("timm", what)
-    if arg not in timm.list_models():
-        from ...core.errors import unknown
-        raise unknown("timm model", arg, timm.list_models())
-    with torch.device("meta"):
-        model = timm.create_model(arg, pretrained=False).eval()
-        size = int(req.options.get("image_size", model.default_cfg.get("input_size", (3, 224, 224))[-1]))
-        x = _image_input(req, size)
-    return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
+    return _image_model(f"timm:{arg}", req, "timm", lambda timm: timm.list_models(),
+                        lambda timm, name: timm.create_model(name, pretrained=False),
+                        lambda model: model.default_cfg.get("input_size", (3, 224, 224))[-1])
 
 
 # ---------------------------------------------------------------- onnx
