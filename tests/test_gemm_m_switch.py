@@ -28,7 +28,7 @@ def test_the_m_axis_steps_by_two_where_the_kernel_switches_at_powers_of_two(fram
     if not switched:
         assert steps is None
         return
-    assert steps[0] == kernelfit.grid.M_SWITCH_STEP == 2.0 and steps[1:] == kernelfit.grid.GRID_STEPS["gemm"][1:]
+    assert steps[0] == kernelfit.grid.M_SWITCH_STEP == 2.0 and steps[2:] == kernelfit.grid.GRID_STEPS["gemm"][2:]
     coords = (np.geomspace(1, 8192, 4000), np.full(4000, 4096.0), np.full(4000, 4096.0), np.ones(4000))
     m_nodes = kernelfit.grid.fit_nodes("gemm", coords, 8000, steps)[0]
     assert {32.0, 64.0, 128.0, 256.0, 512.0} <= set(m_nodes)
@@ -97,3 +97,36 @@ def test_gddr_bf16_classes_take_a_node_every_2x_on_m_n_and_k(framework, gpu, fin
     plain = kernelfit.grid.fit_nodes("gemm", coords, 40000)
     assert 2048.0 not in plain[1] and 8192.0 not in plain[2]
     assert kernelfit.grid.gemm_switch_steps(group(framework, "fp8", gpu)) != steps
+
+
+@pytest.mark.parametrize("framework, gpu, by_n", [
+    ("vllm", "l40s", True),                     # scaled_mm_c2x_sm89_fp8_dispatch.cuh: the tile by N's power of two
+    ("sglang", "l40s", False),                  # held out worse on 2× N nodes (kernelfit.rules.N_SWITCH_GEMMS)
+    ("vllm", "h100", False),
+])
+def test_the_n_axis_steps_by_two_where_the_sm89_fp8_kernel_switches_its_tile_by_n(framework, gpu, by_n):
+    """vLLM's SM 8.9 FP8 GEMM picks its CUTLASS tile by N's next power of two (``kernelfit.rules.N_SWITCH_GEMMS``):
+    its L40S class's grid takes a node every 2× in N, on each side of the switches at 4,096 and 8,192."""
+    steps = kernelfit.grid.gemm_switch_steps(group(framework, "fp8", gpu))
+    assert steps[0] == kernelfit.grid.M_SWITCH_STEP
+    assert steps[1] == (kernelfit.grid.N_SWITCH_STEP if by_n else kernelfit.grid.GRID_STEPS["gemm"][1])
+    n = np.geomspace(256, 65536, 4000)
+    coords = (np.full(4000, 4096.0), n, np.full(4000, 4096.0), np.ones(4000))
+    n_nodes = set(kernelfit.grid.fit_nodes("gemm", coords, 40000, steps)[1])
+    assert ({4096.0, 8192.0, 16384.0} <= n_nodes) == by_n
+
+
+@pytest.mark.parametrize("m", [1024, 2048, 3741, 8192])
+def test_the_l40s_vllm_fp8_term_stays_under_its_rows_at_llama_8b_gate_up(m):
+    """Llama-3.1-8B's gate/up GEMM (N 28,672, K 4,096), which the L40S vLLM fp8 table does not hold, priced on the
+    stored engine terms no faster than the fastest of the table's 145 rows around it (aiconfigurator-core 0.12.0,
+    l40s/gemm/vllm/0.24.0, fp8, K 4,096, N 10,240-65,536, M 1,024-8,192: 411 TFLOP/s, median 377). On 4× N nodes
+    the grid's node at N 32,768, which no row holds, put it at 421-486 TFLOP/s."""
+    from ironlaw.law import law
+    from ironlaw.machine import engines, hardware
+    from ironlaw.models import workloads
+    hw, cov = engines.with_engine(hardware.get("l40s"), "vllm")
+    assert "gemm fp8" in cov.own
+    g = workloads.resolve(workloads.Request(f"gemm:{m},28672,4096", dtype="fp8"))
+    rate = sum(op.flops * op.count for op in g.ops) / float(law.predict(g, hw).op_time_s.sum())
+    assert 0.8 * 377e12 < rate <= 411e12

@@ -32,6 +32,7 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "FA3_SM8X_SPLIT_CLASSES": ("framework", "kernel_class"), "TILE_COST_CLASSES": ("framework", "kernel_class"),
         "GLOBAL_WINDOW_ROWS": ("framework", "op"),
         "M_SWITCH_GEMMS": ("framework", "dtype"), "M_PAST_GEMMS": ("framework", "dtype"),
+        "N_SWITCH_GEMMS": ("framework", "dtype"),
         "SPIKY_GEMMS": ("framework", "dtype"), "WRITTEN_ONCE_OPS": ("op",),
         "FINE_GEMMS": ("framework", "dtype"), "REPLAY_CACHE_OPS": ("op",), "REPLAY_L2": ("gpu",),
         "REPLAY_L2_SOURCE": ("gpu",), "MOE_CROSS_CHECK": ("dtype",), "MOE_CROSS_REFERENCE": ("gpu",),
@@ -44,6 +45,7 @@ GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",
                "WRITE_CACHE_CLASSES", "CHUNK_CLASSES", "HEAD_DIM_LATENCY_CLASSES", "M_SWITCH_GEMMS", "M_PAST_GEMMS",
+               "N_SWITCH_GEMMS",
                "SPIKY_GEMMS", "WRITTEN_ONCE_OPS", "FINE_GEMMS", "FLOOR_CONTEXT_CLASSES", "TILE_S_CLASSES",
                "PLAN_SPLIT_CLASSES", "FA3_SPLIT_CLASSES", "GROUP_FASTEST_CLASSES", "UNIT_WAVE_GPU_CLASSES",
                "KEY_WALK_CLASSES", "CAUSAL_BLOCK_CLASSES", "PLAN_CHUNK_CLASSES", "FA2_SPLIT_CLASSES", "REPLAY_CACHE_OPS",

@@ -13,7 +13,7 @@ from ....machine.calibration import SCHEMA, Calibration
 from ..fitcore import Problem
 from .ops import observations
 from .rows import shape_rows
-from .rules import (COARSE, FINE_GEMMS, GRID_RIDGE_CLASSES, GROUP_GRID_FLOOR, GROUP_LATENCY_CLASSES, GROUP_SWITCH, GROUP_SWITCH_REGIMES, M_PAST_GEMMS, M_SWITCH_GEMMS,
+from .rules import (COARSE, FINE_GEMMS, GRID_RIDGE_CLASSES, GROUP_GRID_FLOOR, GROUP_LATENCY_CLASSES, GROUP_SWITCH, GROUP_SWITCH_REGIMES, M_PAST_GEMMS, M_SWITCH_GEMMS, N_SWITCH_GEMMS,
                     RESIDENT_CONTEXT_FRAMEWORKS, TILE_REGIMES, coarse_for, holds, regime_of, switches, walks)
 from .shapefit import fixed_seconds
 from .vocabulary import Group
@@ -27,6 +27,7 @@ GRID_STEPS = {"gemm": (4.0, 4.0, 4.0, 4.0), "context_attention": (4.0, 4.0, 2.0,
               "mla_context_module": (8.0, 8.0, 2.0, 8.0), "mla_generation_module": (2.0, 4.0, 2.0, 4.0)}
 GROUP_SWITCH_M_STEP = 2.0
 M_SWITCH_STEP = 2.0
+N_SWITCH_STEP = 2.0        # the N axis of an ``N_SWITCH_GEMMS`` class's grid
 FINE_GEMM_STEP = 2.0       # every axis of a ``FINE_GEMMS`` class's grid
 M_PAST_FROM = 4            # the smallest power of two whose M + 1 takes a node (the tables hold every M up to 17)
 GRID_ROWS_PER_NODE = 4   # fewer fitted rows per grid node than this: a coarser grid (small or user tables)
@@ -142,13 +143,14 @@ def group_switch_steps(g: Group, regime: str) -> tuple | None:
 
 def gemm_switch_steps(g: Group) -> tuple | None:
     """``GRID_STEPS``' GEMM steps with the M axis at ``M_SWITCH_STEP`` for a class of ``M_SWITCH_GEMMS`` or
-    ``M_PAST_GEMMS`` on one of its GPUs, with M, N and K at ``FINE_GEMM_STEP`` for one of ``FINE_GEMMS``; None
-    otherwise (``GRID_STEPS``)."""
+    ``M_PAST_GEMMS`` on one of its GPUs (and the N axis at ``N_SWITCH_STEP`` for one of ``N_SWITCH_GEMMS``), with M,
+    N and K at ``FINE_GEMM_STEP`` for one of ``FINE_GEMMS``; None otherwise (``GRID_STEPS``)."""
     if g.op == "gemm" and switches(g, FINE_GEMMS):
         return (FINE_GEMM_STEP,) * 3 + tuple(GRID_STEPS["gemm"][3:])
     if g.op != "gemm" or not (switches(g, M_SWITCH_GEMMS) or switches(g, M_PAST_GEMMS)):
         return None
-    return (M_SWITCH_STEP,) + tuple(GRID_STEPS["gemm"][1:])
+    n_step = N_SWITCH_STEP if switches(g, N_SWITCH_GEMMS) else GRID_STEPS["gemm"][1]
+    return (M_SWITCH_STEP, n_step) + tuple(GRID_STEPS["gemm"][2:])
 
 
 def past_switch_nodes(g: Group, nodes: list, coords, rows: int) -> list:

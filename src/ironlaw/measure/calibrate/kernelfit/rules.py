@@ -292,6 +292,19 @@ GROUP_SWITCH = {("sglang", "flashinfer", "bfloat16"), ("sglang", "flashinfer", "
 # fp8_gemm_kernel.cu, ``sm89_fp8_dispatch_shape``: up to 64, 128, 256, 512 and above), each also by N
 # (docs/accuracy.md, "GEMM grids at the FP8 kernels' M switches")
 M_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",), ("sglang", "fp8"): ("l40s",)}
+# (framework, dtype) -> the GPUs on which that framework's FP8 GEMM also switches its CUTLASS tile at powers of two of
+# N, so that its class's grid takes ``N_SWITCH_STEP`` in N, a node on each side of every switch, where ``GRID_STEPS``'
+# 4× put nodes at 2,048, 8,192 and 32,768 only. vLLM's SM 8.9 dispatch (csrc/quantization/cutlass_w8a8/
+# scaled_mm_c2x_sm89_fp8_dispatch.cuh) picks the tile by N's next power of two in each M bucket: above M 256
+# (``sm89_fp8_config_default``) 128×128 up to 4,096, 256×128 up to 8,192, 128×128 beyond; at M 65-128 at 8,192 and
+# 16,384. aiconfigurator-core 0.12.0's L40S vLLM 0.24.0 fp8 table at K 4,096, M 2,048-4,096: median 285 TFLOP/s at N
+# 8,192 (17 rows), 380 from N 10,240 to 65,536 (85 rows, 348-411). On 4× nodes the class's grid read the slow N 8,192 node against the rows at
+# 16,384 and put the node at 32,768, which no row holds, at 509 TFLOP/s (gemm:3741,32768,4096; 486 at Llama-3.1-8B's
+# gate/up N 28,672): above the class's 35,718 rows, the fastest 461. Refitted (``kernel_tables.py --regrid``) on a node
+# every 2× in N: 370 at N 28,672; held out 5.8% / 18.2% → 4.8% / 16.4%. Not SGLang's L40S class (sgl-kernel's
+# ``sm89_fp8_dispatch_shape`` also picks by N): 7.4% / 22.7% → 7.2% / 24.5% on the same nodes (docs/accuracy.md, MLPerf
+# Inference v5.1)
+N_SWITCH_GEMMS = {("vllm", "fp8"): ("l40s",)}
 # (framework, dtype) -> the GPUs on which that framework's CUTLASS FP8 GEMM takes its next configuration from M one past
 # each power of two, so that its class's grid takes, beside the node at every power of two of M (``M_SWITCH_STEP``), a
 # node one past it where the rows hold that M (``past_switch_nodes``). vLLM's dispatches (csrc/quantization/cutlass_w8a8:
