@@ -53,3 +53,18 @@ def test_an_unknown_model_is_refused_naming_its_library(libraries):
     for lib in ("torchvision", "timm"):
         with pytest.raises(IronlawError, match=f"unknown {lib} model 'nope'; known: tiny"):
             resolve(f"{lib}:nope")
+
+
+@pytest.mark.parametrize("size", ["abc", "0", "-3", "6.5", True])
+def test_an_image_size_that_is_not_a_whole_number_of_pixels_is_refused_in_one_line(libraries, size):
+    for lib in ("torchvision", "timm"):
+        with pytest.raises(IronlawError, match=f"{lib}:tiny: option image_size must be a whole number of pixels "
+                                               f"from 1 up .*got {size!r}"):
+            resolve(f"{lib}:tiny", options={"image_size": size})
+
+
+def test_a_bad_image_size_from_the_command_line_exits_2(libraries):
+    from conftest import run_cli
+    r = run_cli("analyze", "torchvision:tiny", "--on", "h100", "--opt", "image_size=abc")
+    assert r.rc == 2 and "option image_size must be a whole number" in r.err
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err

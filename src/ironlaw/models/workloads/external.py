@@ -194,9 +194,18 @@ def _image_model(what: str, req: Request, library: str, names, build, default_si
         raise unknown(f"{library} model", arg, known)
     with torch.device("meta"):
         model = build(module, arg).eval()
-        size = int(req.options.get("image_size", default_size(model)))
+        size = _image_size(what, req.options.get("image_size", default_size(model)))
         x = torch.randn(int(req.batch), 3, size, size)
     return capture_graph(what, model, (x,), {}, req, {"batch": int(req.batch), "image_size": size}, [])
+
+
+def _image_size(what: str, value) -> int:
+    """``value`` (--opt image_size, or the library's default) as pixels a side: a whole number ≥ 1, or an error."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise IronlawError(f"{what}: option image_size must be a whole number of pixels from 1 up (the side of a "
+                           f"square input), got {value!r}")
+    return int(text)
 
 
 @prefix("torchvision", TORCH_PREFIXES["torchvision"], options=("image_size",))
