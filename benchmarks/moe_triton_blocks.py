@@ -1,0 +1,154 @@
+"""vLLM's and SGLang's Triton fused-MoE classes with each expert's rows padded to the M block of the config the
+framework picks per token count (forms tried; none stored).
+
+The classes of ``kernel_moe.py --framework vllm|sglang`` (benchmarks/moe_frameworks.py: aiconfigurator-core 0.12.0's
+per-framework ``moe_perf`` tables, NVIDIA, Apache-2.0; fitted on every other layer shape, scored on the rest) whose
+kernel is the Triton ``fused_moe_kernel`` (``kernelfit.rules.pair_kernel`` "triton"). Both frameworks pick the
+kernel's tile per call: ``try_get_optimal_moe_config`` reads the tuned JSON file ``E=<local experts>,N=<inter/TP>,
+device_name=<GPU>[,dtype=...].json`` and takes the entry whose M key is nearest the layer's tokens, and without a
+file ``get_default_config``: for bf16 and per-tensor FP8 BLOCK_SIZE_M 16 (BLOCK_SIZE_N 32) where the tokens are at
+most the local experts, else 64 (64); block-scaled FP8 64 at every M (vLLM vllm/model_executor/layers/fused_moe/
+fused_moe.py; SGLang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_config.py, whose per-tensor FP8
+default is 128 above the local experts, 64 at or below). ``moe_align_block_size`` pads each expert's rows to whole
+BLOCK_SIZE_M blocks, and the grouped GEMMs compute the padding. The tuned files read are vLLM's H200 bf16 ones of
+the table's shapes found in vLLM's configs folder (benchmarks/data/vllm_fused_moe_configs.json, their BLOCK_SIZE_M
+and BLOCK_SIZE_N per M key; Apache-2.0); every other row runs the default config. SGLang's own tuned files
+(fused_moe_triton/configs/triton_<version>/) are not read: its rows are priced on the default config.
+
+Forms (the class's stored form, moefit.fit as moe_frameworks.fit_class runs it, with one change each):
+
+    base        the stored form
+    pad         F counts each touched expert's rows padded to the config's BLOCK_SIZE_M (the rows spread evenly,
+                as the balanced routing spreads them: core.routing.padded_rows)
+    split       the FLOPs of the rows that run a tuned file on their own η_c (fitted in the fit's per-expert column,
+                unbounded: a tuned tile may run faster per FLOP than the default one)
+    split+pad   both
+
+    python benchmarks/moe_triton_blocks.py --data DIR --framework vllm|sglang [--gpu GPU] [--only DTYPE]
+    (DIR: aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kernel_rows import median_p90  # noqa: E402
+
+CONFIGS = ROOT / "benchmarks" / "data" / "vllm_fused_moe_configs.json"
+FORMS = ("base", "pad", "split", "split+pad")
+# get_default_config's BLOCK_SIZE_M per framework and ironlaw dtype: (at most the local experts' tokens, above)
+DEFAULT_BLOCK_M = {("vllm", "bf16"): (16, 64), ("vllm", "fp8"): (16, 64), ("vllm", "fp8_block"): (64, 64),
+                   ("sglang", "bf16"): (16, 64), ("sglang", "fp8"): (64, 128), ("sglang", "fp8_block"): (64, 64)}
+
+
+def tuned_files(framework: str, gpu: str, dtype: str, path: Path = CONFIGS) -> dict:
+    """{(local experts, inter/TP): (M keys, BLOCK_SIZE_M per key)} of the tuned files the extract holds for
+    ``framework`` (vLLM's alone), ``gpu`` and ``dtype``."""
+    if framework != "vllm":
+        return {}
+    files = json.loads(path.read_text())["files"].values()
+    return {(f["local_experts"], f["inter_tp"]): (f["m"], f["block_size_m"]) for f in files
+            if f["device"] == gpu and f["dtype"] == dtype}
+
+
+def block_size_m(framework: str, dtype: str, tokens, local_experts, inter_tp, tuned: dict
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(BLOCK_SIZE_M per row, whether the row runs a tuned file): the tuned file's entry of the M key nearest
+    ``tokens`` where ``tuned`` holds the row's (local experts, inter/TP), else get_default_config's
+    (``DEFAULT_BLOCK_M``)."""
+    tokens, local = np.asarray(tokens, int), np.asarray(local_experts, int)
+    small, large = DEFAULT_BLOCK_M[(framework, dtype)]
+    bm = np.where(tokens <= local, small, large).astype(float)
+    has = np.zeros(len(tokens), bool)
+    for j, key in enumerate(zip(local.tolist(), np.asarray(inter_tp, int).tolist())):
+        if key in tuned:
+            keys, blocks = tuned[key]
+            bm[j] = blocks[min(range(len(keys)), key=lambda q: abs(keys[q] - tokens[j]))]
+            has[j] = True
+    return bm, has
+
+
+def padding(rows: dict, x: np.ndarray, bw_Bps: float, bm: np.ndarray) -> np.ndarray:
+    """Per row the padded rows over the routed rows R (1 where R is 0): R from the terms' G column (moefit.terms:
+    G = 2·R·(2h + 3i')/BW), its U touched experts' share each padded to ``bm`` rows."""
+    from ironlaw.core.routing import padded_rows
+    h = np.asarray(rows["hidden_size"], float)
+    i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
+    r = x[:, 4] * bw_Bps / (2.0 * (2.0 * h + 3.0 * i))
+    return np.where(r > 0, padded_rows(r, x[:, 7], bm) / np.maximum(r, 1e-12), 1.0)
+
+
+def form_terms(x: np.ndarray, form: str, scale: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(the terms of ``form``, whether the fit takes the per-expert column): ``pad`` scales F by the padding,
+    ``split`` moves the tuned rows' F into the per-expert column (their own 1/η_c)."""
+    out = x.copy()
+    if "pad" in form:
+        out[:, 2] = x[:, 2] * scale
+    if "split" not in form:
+        return out, False
+    out[:, 5] = np.where(has, out[:, 2], 0.0)
+    out[:, 2] = np.where(has, 0.0, out[:, 2])
+    return out, True
+
+
+def scores(framework: str, gpu: str, dtype: str, rows: dict, routing: str, version: str) -> dict:
+    """{form: (held-out median, p90, the tuned rows' held-out median or NaN)} of one class."""
+    import moe_frameworks
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import moefit
+    from ironlaw.measure.calibrate.kernelfit import rules
+    from kernel_moe import layer_terms
+    x, t, keep = layer_terms(gpu, dtype, rows, routing, pairs=rules.pair_kernel(framework, dtype, gpu),
+                             groups=moe_frameworks.row_groups(framework, version, rows))
+    form = moe_frameworks.FORM | {"per_unaligned": rules.holds(rules.MOE_UNALIGNED_K, (framework, dtype), gpu)}
+    hw = hardware.get(gpu)
+    bm, has = block_size_m(framework, dtype, rows["num_tokens"],
+                           np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"]),
+                           np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]),
+                           tuned_files(framework, gpu, dtype))
+    scale = padding(rows, x, hw.memory[hw.device_tier].bw_Bps, bm)
+    out = {}
+    for name in FORMS:
+        xf, split = form_terms(x, name, scale, has)
+        if split and not has[keep].any():
+            continue
+        f = moefit.fit(xf[keep], t[keep], **(form | {"per_expert": split}))
+        err = np.abs(moefit.predict_s(f, xf[~keep]) / t[~keep] - 1)
+        tuned = err[has[~keep]]
+        out[name] = (*median_p90(err), float(np.median(tuned)) if len(tuned) else float("nan"))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data")
+    ap.add_argument("--framework", required=True, choices=("vllm", "sglang"))
+    ap.add_argument("--gpu", action="append", help="this GPU only (repeatable)")
+    ap.add_argument("--only", action="append", help="this ironlaw MoE dtype class only (repeatable)")
+    a = ap.parse_args()
+    import moe_frameworks
+    from ironlaw.measure.calibrate.kernelfit import rules
+    got = [g for g in moe_frameworks.groups(Path(a.data), a.framework, a.gpu, a.only, say=lambda *_: None)
+           if rules.pair_kernel(a.framework, g[1], g[0]) == "triton" and (a.framework, g[1]) in DEFAULT_BLOCK_M]
+    if not got:
+        print(f"moe_triton_blocks.py: no {a.framework} Triton MoE class under {a.data} matches --gpu/--only",
+              file=sys.stderr)
+        return 2
+    print(f"{a.framework} Triton fused MoE, held out median / p90 (the tuned-file rows' median): " + ", ".join(FORMS))
+    for gpu, dtype, _, routing, version, rows in got:
+        s = scores(a.framework, gpu, dtype, rows, routing, version)
+        cells = "  ".join(f"{k} {100 * m:5.1f}% / {100 * p:5.1f}%" + ("" if np.isnan(q) else f" ({100 * q:4.1f}%)")
+                          for k, (m, p, q) in s.items())
+        print(f"{gpu:13s} {dtype:10s} {cells}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
