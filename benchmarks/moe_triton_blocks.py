@@ -15,11 +15,12 @@ the table's shapes found in vLLM's configs folder (benchmarks/data/vllm_fused_mo
 and BLOCK_SIZE_N per M key; Apache-2.0); every other row runs the default config. SGLang's own tuned files
 (fused_moe_triton/configs/triton_<version>/) are not read: its rows are priced on the default config.
 
-Forms (the class's stored form, moefit.fit as moe_frameworks.fit_class runs it, with one change each):
+Forms (the class's form as moe_frameworks.fit_class fits it, moefit.fit, with one change each):
 
-    base        the stored form
+    base        the form without padding (the stored one outside ``kernelfit.rules.MOE_M_BLOCK``)
     pad         F counts each touched expert's rows padded to the config's BLOCK_SIZE_M (the rows spread evenly,
-                as the balanced routing spreads them: core.routing.padded_rows)
+                as the balanced routing spreads them: core.routing.padded_rows); on the default config alone, the
+                stored form of the classes of ``kernelfit.rules.MOE_M_BLOCK`` (``core.routing.FUSED_MOE_BLOCK_M``)
     split       the FLOPs of the rows that run a tuned file on their own η_c (fitted in the fit's per-expert column,
                 unbounded: a tuned tile may run faster per FLOP than the default one)
     split+pad   both
