@@ -24,6 +24,8 @@ Forms (the class's form as moe_frameworks.fit_class fits it, moefit.fit, with on
     split       the FLOPs of the rows that run a tuned file on their own η_c (fitted in the fit's per-expert column,
                 unbounded: a tuned tile may run faster per FLOP than the default one)
     split+pad   both
+    pad+waves   pad, and a cost per wave of each grouped GEMM's CTAs over the SMs (the padded rows' M blocks times
+                ⌈N / BLOCK_SIZE_N⌉, N = 2i' up and h down; in the fit's per-expert column)
 
     python benchmarks/moe_triton_blocks.py --data DIR --framework vllm|sglang [--gpu GPU] [--only DTYPE]
     (DIR: aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data)
@@ -43,37 +45,51 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernel_rows import median_p90  # noqa: E402
 
 CONFIGS = ROOT / "benchmarks" / "data" / "vllm_fused_moe_configs.json"
-FORMS = ("base", "pad", "split", "split+pad")
-# get_default_config's BLOCK_SIZE_M per framework and ironlaw dtype: (at most the local experts' tokens, above)
+FORMS = ("base", "pad", "split", "split+pad", "pad+waves")
+# get_default_config's BLOCK_SIZE_M and BLOCK_SIZE_N per framework and ironlaw dtype: (at most the local experts'
+# tokens, above); block-scaled FP8's BLOCK_SIZE_N is its 128-wide weight block
 DEFAULT_BLOCK_M = {("vllm", "bf16"): (16, 64), ("vllm", "fp8"): (16, 64), ("vllm", "fp8_block"): (64, 64),
                    ("sglang", "bf16"): (16, 64), ("sglang", "fp8"): (64, 128), ("sglang", "fp8_block"): (64, 64)}
+DEFAULT_BLOCK_N = {("vllm", "bf16"): (32, 64), ("vllm", "fp8"): (32, 64), ("vllm", "fp8_block"): (128, 128),
+                   ("sglang", "bf16"): (32, 64), ("sglang", "fp8"): (128, 256), ("sglang", "fp8_block"): (128, 128)}
 
 
 def tuned_files(framework: str, gpu: str, dtype: str, path: Path = CONFIGS) -> dict:
-    """{(local experts, inter/TP): (M keys, BLOCK_SIZE_M per key)} of the tuned files the extract holds for
-    ``framework`` (vLLM's alone), ``gpu`` and ``dtype``."""
+    """{(local experts, inter/TP): (M keys, BLOCK_SIZE_M per key, BLOCK_SIZE_N per key)} of the tuned files the
+    extract holds for ``framework`` (vLLM's alone), ``gpu`` and ``dtype``."""
     if framework != "vllm":
         return {}
     files = json.loads(path.read_text())["files"].values()
-    return {(f["local_experts"], f["inter_tp"]): (f["m"], f["block_size_m"]) for f in files
+    return {(f["local_experts"], f["inter_tp"]): (f["m"], f["block_size_m"], f["block_size_n"]) for f in files
             if f["device"] == gpu and f["dtype"] == dtype}
 
 
-def block_size_m(framework: str, dtype: str, tokens, local_experts, inter_tp, tuned: dict
+def block_size_m(framework: str, dtype: str, tokens, local_experts, inter_tp, tuned: dict, side: int = 1
                  ) -> tuple[np.ndarray, np.ndarray]:
     """(BLOCK_SIZE_M per row, whether the row runs a tuned file): the tuned file's entry of the M key nearest
     ``tokens`` where ``tuned`` holds the row's (local experts, inter/TP), else get_default_config's
-    (``DEFAULT_BLOCK_M``)."""
+    (``DEFAULT_BLOCK_M``); ``side`` 2: BLOCK_SIZE_N instead (``DEFAULT_BLOCK_N``)."""
     tokens, local = np.asarray(tokens, int), np.asarray(local_experts, int)
-    small, large = DEFAULT_BLOCK_M[(framework, dtype)]
+    small, large = (DEFAULT_BLOCK_M if side == 1 else DEFAULT_BLOCK_N)[(framework, dtype)]
     bm = np.where(tokens <= local, small, large).astype(float)
     has = np.zeros(len(tokens), bool)
     for j, key in enumerate(zip(local.tolist(), np.asarray(inter_tp, int).tolist())):
         if key in tuned:
-            keys, blocks = tuned[key]
+            keys, blocks = tuned[key][0], tuned[key][side]
             bm[j] = blocks[min(range(len(keys)), key=lambda q: abs(keys[q] - tokens[j]))]
             has[j] = True
     return bm, has
+
+
+def waves(rows: dict, x: np.ndarray, bw_Bps: float, bm: np.ndarray, bn: np.ndarray, sms: int) -> np.ndarray:
+    """Per row the waves of both grouped GEMMs' CTAs over ``sms`` SMs: the touched experts' M blocks of ``bm`` rows
+    (R from the terms' G column, as ``padding``) times ⌈N / ``bn``⌉, N = 2i' (gate-up) and h (down)."""
+    h = np.asarray(rows["hidden_size"], float)
+    i = np.asarray(rows["inter_size"], float) / np.asarray(rows["moe_tp_size"], float)
+    r = x[:, 4] * bw_Bps / (2.0 * (2.0 * h + 3.0 * i))
+    u = np.maximum(x[:, 7], 1.0)
+    blocks = u * np.ceil(r / u / bm)
+    return np.ceil(blocks * np.ceil(2.0 * i / bn) / sms) + np.ceil(blocks * np.ceil(h / bn) / sms)
 
 
 def padding(rows: dict, x: np.ndarray, bw_Bps: float, bm: np.ndarray) -> np.ndarray:
@@ -86,12 +102,16 @@ def padding(rows: dict, x: np.ndarray, bw_Bps: float, bm: np.ndarray) -> np.ndar
     return np.where(r > 0, padded_rows(r, x[:, 7], bm) / np.maximum(r, 1e-12), 1.0)
 
 
-def form_terms(x: np.ndarray, form: str, scale: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, bool]:
+def form_terms(x: np.ndarray, form: str, scale: np.ndarray, has: np.ndarray, wave: np.ndarray | None = None
+               ) -> tuple[np.ndarray, bool]:
     """(the terms of ``form``, whether the fit takes the per-expert column): ``pad`` scales F by the padding,
-    ``split`` moves the tuned rows' F into the per-expert column (their own 1/η_c)."""
+    ``split`` moves the tuned rows' F into the per-expert column (their own 1/η_c), ``waves`` puts ``wave`` there."""
     out = x.copy()
     if "pad" in form:
         out[:, 2] = x[:, 2] * scale
+    if "waves" in form:
+        out[:, 5] = wave
+        return out, True
     if "split" not in form:
         return out, False
     out[:, 5] = np.where(has, out[:, 2], 0.0)
@@ -115,10 +135,15 @@ def scores(framework: str, gpu: str, dtype: str, rows: dict, routing: str, versi
                            np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]),
                            tuned_files(framework, gpu, dtype))
     scale = padding(rows, x, hw.memory[hw.device_tier].bw_Bps, bm)
+    bn = block_size_m(framework, dtype, rows["num_tokens"],
+                      np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"]),
+                      np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]),
+                      tuned_files(framework, gpu, dtype), side=2)[0]
+    wave = waves(rows, x, hw.memory[hw.device_tier].bw_Bps, bm, bn, hw.sms)
     out = {}
     for name in FORMS:
-        xf, split = form_terms(x, name, scale, has)
-        if split and not has[keep].any():
+        xf, split = form_terms(x, name, scale, has, wave)
+        if "split" in name and not has[keep].any():
             continue
         f = moefit.fit(xf[keep], t[keep], **(form | {"per_expert": split}))
         err = np.abs(moefit.predict_s(f, xf[~keep]) / t[~keep] - 1)

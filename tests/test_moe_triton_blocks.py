@@ -52,3 +52,18 @@ def test_the_split_form_moves_the_tuned_rows_flops_to_their_own_column():
     assert split and out[:, 5].tolist() == [4.0, 0.0, 18.0] and out[:, 2].tolist() == [0.0, 30.0, 0.0]
     out, split = blocks.form_terms(x, "pad", np.array([2.0, 3.0, 1.0]), has)
     assert not split and out[:, 2].tolist() == [4.0, 30.0, 18.0] and out[:, 5].tolist() == x[:, 5].tolist()
+
+
+def test_the_waves_count_each_gemms_ctas_over_the_sms():
+    """4,096 × 1,536 at 2,048 tokens of 128 experts top-8: 128 rows on each, one 128-row block per expert; N blocks of
+    256: 12 gate-up (3,072) and 16 down (4,096) per block: 1,536 and 2,048 CTAs, 12 and 16 waves over 128 SMs."""
+    rows = {"hidden_size": np.array([4096]), "inter_size": np.array([1536]), "moe_tp_size": np.array([1])}
+    h, i, bw = 4096.0, 1536.0, 4.8e12
+    x = np.zeros((1, 8))
+    x[:, 4] = 2.0 * 2048 * 8 * (2 * h + 3 * i) / bw
+    x[:, 7] = 128.0
+    assert blocks.waves(rows, x, bw, np.array([128.0]), np.array([256.0]), 128).tolist() == [12 + 16]
+    bn, has = blocks.block_size_m("vllm", "bf16", [64, 3072], [128, 128], [768, 768],
+                                  blocks.tuned_files("vllm", "h200", "bf16"), side=2)
+    assert bn.tolist() == [256, 256] and has.all()
+    assert blocks.block_size_m("vllm", "fp8_block", [1], [8], [512], {}, side=2)[0].tolist() == [128]
