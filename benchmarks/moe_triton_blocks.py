@@ -28,7 +28,9 @@ Forms (the class's form as moe_frameworks.fit_class fits it, moefit.fit, with on
                 ⌈N / BLOCK_SIZE_N⌉, N = 2i' up and h down; in the fit's per-expert column)
 
     python benchmarks/moe_triton_blocks.py --data DIR --framework vllm|sglang [--gpu GPU] [--only DTYPE]
-    (DIR: aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data)
+                                           [--shape hidden,inter,experts,topk,tp,ep]
+    (DIR: aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data; ``--shape``: that layer shape's rows per token
+    count, measured / law − 1 under the base and padded forms)
 """
 from __future__ import annotations
 
@@ -119,37 +121,69 @@ def form_terms(x: np.ndarray, form: str, scale: np.ndarray, has: np.ndarray, wav
     return out, True
 
 
-def scores(framework: str, gpu: str, dtype: str, rows: dict, routing: str, version: str) -> dict:
-    """{form: (held-out median, p90, the tuned rows' held-out median or NaN)} of one class."""
+def class_terms(framework: str, gpu: str, dtype: str, rows: dict, routing: str, version: str) -> tuple:
+    """(terms, seconds, fit rows, the class's fit options, padding, tuned-file rows, waves) of one class: its terms as
+    moe_frameworks.fit_class builds them without padding, and the config's blocks per row."""
     import moe_frameworks
     from ironlaw.machine import hardware
-    from ironlaw.measure.calibrate import moefit
     from ironlaw.measure.calibrate.kernelfit import rules
     from kernel_moe import layer_terms
     x, t, keep = layer_terms(gpu, dtype, rows, routing, pairs=rules.pair_kernel(framework, dtype, gpu),
                              groups=moe_frameworks.row_groups(framework, version, rows))
     form = moe_frameworks.FORM | {"per_unaligned": rules.holds(rules.MOE_UNALIGNED_K, (framework, dtype), gpu)}
     hw = hardware.get(gpu)
-    bm, has = block_size_m(framework, dtype, rows["num_tokens"],
-                           np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"]),
-                           np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]),
-                           tuned_files(framework, gpu, dtype))
-    scale = padding(rows, x, hw.memory[hw.device_tier].bw_Bps, bm)
-    bn = block_size_m(framework, dtype, rows["num_tokens"],
-                      np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"]),
-                      np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]),
-                      tuned_files(framework, gpu, dtype), side=2)[0]
-    wave = waves(rows, x, hw.memory[hw.device_tier].bw_Bps, bm, bn, hw.sms)
+    bw = hw.memory[hw.device_tier].bw_Bps
+    key = (rows["num_tokens"], np.asarray(rows["num_experts"]) // np.asarray(rows["moe_ep_size"]),
+           np.asarray(rows["inter_size"]) // np.asarray(rows["moe_tp_size"]), tuned_files(framework, gpu, dtype))
+    bm, has = block_size_m(framework, dtype, *key)
+    bn = block_size_m(framework, dtype, *key, side=2)[0]
+    return x, t, keep, form, padding(rows, x, bw, bm), has, waves(rows, x, bw, bm, bn, hw.sms)
+
+
+def fitted(name: str, terms: tuple):
+    """(moefit.fit of form ``name`` on the class's fit rows, that form's terms); None where the form has no rows."""
+    from ironlaw.measure.calibrate import moefit
+    x, t, keep, form, scale, has, wave = terms
+    xf, split = form_terms(x, name, scale, has, wave)
+    if "split" in name and not has[keep].any():
+        return None
+    return moefit.fit(xf[keep], t[keep], **(form | {"per_expert": split})), xf
+
+
+def scores(framework: str, gpu: str, dtype: str, rows: dict, routing: str, version: str) -> dict:
+    """{form: (held-out median, p90, the tuned rows' held-out median or NaN)} of one class."""
+    from ironlaw.measure.calibrate import moefit
+    terms = class_terms(framework, gpu, dtype, rows, routing, version)
+    t, keep, has = terms[1], terms[2], terms[5]
     out = {}
     for name in FORMS:
-        xf, split = form_terms(x, name, scale, has, wave)
-        if "split" in name and not has[keep].any():
+        got = fitted(name, terms)
+        if got is None:
             continue
-        f = moefit.fit(xf[keep], t[keep], **(form | {"per_expert": split}))
-        err = np.abs(moefit.predict_s(f, xf[~keep]) / t[~keep] - 1)
+        err = np.abs(moefit.predict_s(got[0], got[1][~keep]) / t[~keep] - 1)
         tuned = err[has[~keep]]
         out[name] = (*median_p90(err), float(np.median(tuned)) if len(tuned) else float("nan"))
     return out
+
+
+SHAPE = ("hidden_size", "inter_size", "num_experts", "topk", "moe_tp_size", "moe_ep_size")
+
+
+def shape_lines(framework: str, gpu: str, dtype: str, rows: dict, routing: str, version: str, shape: tuple
+                ) -> list[str]:
+    """Per token count of one layer shape (``SHAPE``'s values) of the class: the measured ms and measured / law − 1
+    under the base and the padded forms (each fitted on the class's fit rows)."""
+    from ironlaw.measure.calibrate import moefit
+    terms = class_terms(framework, gpu, dtype, rows, routing, version)
+    on = np.all([np.asarray(rows[c]) == v for c, v in zip(SHAPE, shape)], axis=0)
+    tokens, t = np.asarray(rows["num_tokens"])[on], terms[1][on]
+    res = {}
+    for name in ("base", "pad"):
+        f, xf = fitted(name, terms)
+        res[name] = t / moefit.predict_s(f, xf[on]) - 1
+    order = np.argsort(tokens)
+    return [f"{tokens[j]:6d} tokens {1e3 * t[j]:8.3f} ms  base {100 * res['base'][j]:+6.1f}%  pad "
+            f"{100 * res['pad'][j]:+6.1f}%" for j in order]
 
 
 def main() -> int:
@@ -158,7 +192,16 @@ def main() -> int:
     ap.add_argument("--framework", required=True, choices=("vllm", "sglang"))
     ap.add_argument("--gpu", action="append", help="this GPU only (repeatable)")
     ap.add_argument("--only", action="append", help="this ironlaw MoE dtype class only (repeatable)")
+    ap.add_argument("--shape", help="hidden,inter,experts,topk,tp,ep: that layer shape's rows per token count, measured "
+                                    "/ law − 1 under the base and padded forms, instead of the scores")
     a = ap.parse_args()
+    try:
+        shape = tuple(int(v) for v in a.shape.split(",")) if a.shape else None
+    except ValueError:
+        shape = None
+    if a.shape and (shape is None or len(shape) != len(SHAPE)):
+        print(f"moe_triton_blocks.py: --shape {a.shape}: give six integers, {','.join(SHAPE)}", file=sys.stderr)
+        return 2
     import moe_frameworks
     from ironlaw.measure.calibrate.kernelfit import rules
     got = [g for g in moe_frameworks.groups(Path(a.data), a.framework, a.gpu, a.only, say=lambda *_: None)
@@ -169,6 +212,10 @@ def main() -> int:
         return 2
     print(f"{a.framework} Triton fused MoE, held out median / p90 (the tuned-file rows' median): " + ", ".join(FORMS))
     for gpu, dtype, _, routing, version, rows in got:
+        if shape:
+            print(f"{gpu} {dtype} {','.join(map(str, shape))}:")
+            print("\n".join(shape_lines(a.framework, gpu, dtype, rows, routing, version, shape)) or "  no such rows")
+            continue
         s = scores(a.framework, gpu, dtype, rows, routing, version)
         cells = "  ".join(f"{k} {100 * m:5.1f}% / {100 * p:5.1f}%" + ("" if np.isnan(q) else f" ({100 * q:4.1f}%)")
                           for k, (m, p, q) in s.items())

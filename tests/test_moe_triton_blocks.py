@@ -67,3 +67,11 @@ def test_the_waves_count_each_gemms_ctas_over_the_sms():
                                   blocks.tuned_files("vllm", "h200", "bf16"), side=2)
     assert bn.tolist() == [256, 256] and has.all()
     assert blocks.block_size_m("vllm", "fp8_block", [1], [8], [512], {}, side=2)[0].tolist() == [128]
+
+
+def test_a_malformed_shape_is_refused_in_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["moe_triton_blocks.py", "--data", "/nowhere", "--framework", "vllm",
+                                      "--shape", "2048,768,128"])
+    assert blocks.main() == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--shape 2048,768,128" in err[0] and "six integers" in err[0]
