@@ -5,7 +5,7 @@ else 64 (block-scaled FP8: 64 at every M) — ``core.routing.FUSED_MOE_BLOCK_M``
 
 Data: aiconfigurator-core 0.12.0's per-framework ``moe_perf`` tables (not in the repository). Held out
 (benchmarks/kernel_moe.py --data DIR --framework sglang), median / p90: SGLang H100 fp8_block 5.6% / 20.0% →
-5.2% / 19.0%, H200 bf16 16.4% / 44.2% → 12.3% / 42.8% (docs/accuracy.md).
+5.2% / 19.0%, H200 bf16 16.4% / 44.2% → 12.2% / 42.8% (docs/accuracy.md).
 """
 from __future__ import annotations
 

@@ -904,9 +904,10 @@ MOE_UNALIGNED_K = {("vllm", "bf16"): ("a100", "h100", "h200"),
 # 64 at every M; ``moe_align_block_size`` pads each expert's rows to whole blocks; vllm/model_executor/layers/
 # fused_moe/fused_moe.py, SGLang's fused_moe_triton/fused_moe_triton_config.py): the fit's FLOPs (``moefit.terms``
 # m_block) and the stored grouped GEMMs' ``m_block`` (``serving.step.blocked_rows``). aiconfigurator-core 0.12.0's
-# per-framework tables, held out (benchmarks/moe_triton_blocks.py): SGLang 0.5.14 H100 fp8_block 5.6% / 20.0% →
-# 5.2% / 19.0%, H200 bf16 16.4% / 44.2% → 12.3% / 42.8%. Kept where neither the held-out median nor the p90 rises and
-# one falls (docs/accuracy.md, "The fused-MoE layer of vLLM and SGLang"); not on vLLM's A100, H100, H200 and L40S bf16
+# per-framework tables, held out (benchmarks/kernel_moe.py --framework sglang; the forms:
+# benchmarks/moe_triton_blocks.py): SGLang 0.5.14 H100 fp8_block 5.6% / 20.0% → 5.2% / 19.0%, H200 bf16 16.4% /
+# 44.2% → 12.2% / 42.8%. Kept where neither the held-out median nor the p90 rises and one falls (docs/accuracy.md,
+# "The fused-MoE layer of vLLM and SGLang"); not on vLLM's A100, H100, H200 and L40S bf16
 # nor SGLang's A100 and RTX PRO 6000 bf16 (one of the two rises: vLLM H200 bf16 9.5% / 32.4% → 10.0% / 30.1%)
 MOE_M_BLOCK = {("vllm", "fp8"): ("l40s",), ("vllm", "fp8_block"): ("l40s",),
                ("sglang", "bf16"): ("h100", "h200", "l40s"),
