@@ -286,17 +286,18 @@ def fitted(x: np.ndarray, t: np.ndarray, dtype: str, touched: bool = False):
 
 
 def layer_terms(gpu: str, dtype: str, rows: dict, routing: str = ROUTING, router_above: tuple | None = None,
-                pairs: str | None = None, groups: np.ndarray | None = None
+                pairs: str | None = None, groups: np.ndarray | None = None, m_block: str | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the law's MoE terms of each row on ``gpu`` routed as ``routing``, measured seconds, the rows of the fitted
     layer shapes); ``router_above``: the release's router kernel limits (``RELEASE_ROUTER``, moefit.terms);
     ``pairs``: the layer runs over every token-expert pair on that kernel (moefit.terms, ``kernelfit.rules.MOE_PAIRS``);
-    ``groups``: per row the group-limited router the collector ran (moefit.terms, ``kernelfit.rules.grouped_routing``)."""
+    ``groups``: per row the group-limited router the collector ran (moefit.terms, ``kernelfit.rules.grouped_routing``);
+    ``m_block``: the M block rule the rows are padded by (moefit.terms; None: ``M_BLOCK``'s for the class)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     hw = hardware.get(gpu)
     x = moefit.terms(rows, dtype, hw.peak_flops[moefit.compute_dtype(dtype)], hw.memory[hw.device_tier].bw_Bps,
-                     routing, M_BLOCK.get((gpu, dtype)), router_above, pairs, groups)
+                     routing, m_block or M_BLOCK.get((gpu, dtype)), router_above, pairs, groups)
     return x, rows["latency_s"].astype(float), moefit.shape_split(rows)
 
 

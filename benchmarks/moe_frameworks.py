@@ -25,6 +25,9 @@ Marlin MoE) add to A the bytes their layer moves over the token-expert pairs rou
 The classes of ``kernelfit.rules.MOE_UNALIGNED_K`` (Triton fused MoE) add c_k, the down GEMM's extra seconds per
 second of its weights and FLOPs where inter/TP is not a multiple of 16 (moefit.fit per_unaligned), stored as the
 grouped GEMM class's ``unaligned_k``.
+The classes of ``kernelfit.rules.MOE_M_BLOCK`` (Triton fused MoE) count each touched expert's rows padded to the
+BLOCK_SIZE_M of the framework's default config (``core.routing.FUSED_MOE_BLOCK_M``), stored as the grouped GEMM
+class's ``m_block``.
 Fitted on every other layer shape, scored on the rest (kernel_rows.held_out), goal median ≤ 8%, p90 ≤ 20%.
 """
 from __future__ import annotations
@@ -100,20 +103,23 @@ def fit_class(gpu: str, dt: str, rows: dict, routing: str, framework: str = "vll
     """(kernel entries as stored, |relative error| of this fit on the held-out shapes, that of the device's
     TensorRT-LLM fit (its catalog entries, on the law's terms without ``pairs``) on the same rows — None where the
     catalog has no such class —, rows fitted). A class of ``kernelfit.rules.MOE_PAIRS`` is fitted with the bytes its
-    layer moves over every token-expert pair of the step (moefit.pairs_bytes of the rule's kernel)."""
+    layer moves over every token-expert pair of the step (moefit.pairs_bytes of the rule's kernel); one of
+    ``kernelfit.rules.MOE_M_BLOCK`` with each expert's rows padded to the default config's M block (stored as the
+    grouped GEMMs' ``m_block``)."""
     from ironlaw.machine import hardware
     from ironlaw.measure.calibrate import moefit
     from ironlaw.measure.calibrate.kernelfit import rules
     from kernel_moe import layer_terms, stored_predict
     pairs = rules.pair_kernel(framework, dt, gpu)
     groups = row_groups(framework, version, rows)
-    x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs, groups=groups)
+    block = rules.fused_moe_block(framework, dt, gpu)
+    x, t, keep = layer_terms(gpu, dt, rows, routing, pairs=pairs, groups=groups, m_block=block)
     form = FORM | {"per_unaligned": rules.holds(rules.MOE_UNALIGNED_K, (framework, dt), gpu)}
-    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **form), dt),
+    kern, err = held_out(lambda x, t: moefit.kernels(moefit.fit(x, t, **form), dt, block),
                          lambda kern, x: stored_predict(kern, dt, x), x, t, keep)
     cal = hardware.get(gpu).calibration
     have = cal.kernel if cal is not None else {}
-    x = layer_terms(gpu, dt, rows, routing, groups=groups)[0] if pairs else x
+    x = layer_terms(gpu, dt, rows, routing, groups=groups)[0] if pairs or block else x
     before = (np.abs(stored_predict(have, dt, x[~keep]) / t[~keep] - 1)
               if f"moe_grouped_gemm.{dt}" in have and f"moe_rows.{dt}" in have else None)
     return kern, err, before, int(keep.sum())
@@ -161,6 +167,9 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         said = f" (every token-expert pair: moefit.pairs_bytes, {pairs}; kernelfit.rules.MOE_PAIRS)" if pairs else ""
         if rules.holds(rules.MOE_UNALIGNED_K, (a.framework, dt), gpu):
             said += " (unaligned inter/TP: moefit.fit per_unaligned, c_k; kernelfit.rules.MOE_UNALIGNED_K)"
+        block = rules.fused_moe_block(a.framework, dt, gpu)
+        if block:
+            said += f" (rows padded to the default config's M block: m_block {block}; kernelfit.rules.MOE_M_BLOCK)"
         by_gpu.setdefault(gpu, []).append((dt, path + said, version, kern, n_fit, len(err)))
         med, p90 = median_p90(err)
         was = "      —       " if before is None else "{:5.1f}% / {:5.1f}%".format(*(100 * v for v in median_p90(before)))
@@ -170,7 +179,7 @@ def main(a, data: Path, goal: tuple[float, float]) -> int:
         print(f"{gpu:13s} {dt:11s} {len(err):6d}  {was} → {100 * med:5.1f}% / {100 * p90:5.1f}%  "
               f"{'met ' if ok else 'MISS'}  L {2e6 * g['latency_s']:5.1f} µs η_w {g['streamed']:.2f} η_c "
               f"{g['eta_max']:.2f} η_a {kern[f'moe_rows.{dt}']['memory']:.2f}  {path.split(' (', 1)[1][:-1]}"
-              f"{'  pairs ' + pairs if pairs else ''}{ck}",
+              f"{'  pairs ' + pairs if pairs else ''}{ck}{'  m_block ' + block if block else ''}",
               flush=True)
     if a.write:
         for gpu, fits in by_gpu.items():

@@ -40,7 +40,7 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "ROTATED_MOE_FRAMEWORKS": ("framework",), "OVERLAP_FLOOR": ("framework", "op"),
         "MOE_WEIGHT_ONLY": ("framework", "dtype"), "MOE_PAIRS": ("framework", "moe_dtype"),
         "MOE_PAIRS_MARLIN": ("framework", "moe_dtype"), "MOE_GROUPED_ROUTING": ("framework",),
-        "MOE_UNALIGNED_K": ("framework", "moe_dtype")}
+        "MOE_UNALIGNED_K": ("framework", "moe_dtype"), "MOE_M_BLOCK": ("framework", "moe_dtype")}
 GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",
@@ -51,7 +51,7 @@ GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_S
                "KEY_WALK_CLASSES", "CAUSAL_BLOCK_CLASSES", "PLAN_CHUNK_CLASSES", "FA2_SPLIT_CLASSES", "REPLAY_CACHE_OPS",
                "FA3_SM8X_SPLIT_CLASSES", "TILE_COST_CLASSES", "GLOBAL_WINDOW_ROWS", "MOE_CROSS_CHECK",
                "OVERLAP_FLOOR", "MOE_WEIGHT_ONLY", "MOE_PAIRS", "MOE_PAIRS_MARLIN",
-               "MOE_UNALIGNED_K")
+               "MOE_UNALIGNED_K", "MOE_M_BLOCK")
 
 
 def _known(part: str, value) -> bool:

@@ -187,16 +187,28 @@ def torch_router(experts, topk, above: tuple = TORCH_ROUTER_ABOVE):
 # triton_kernels ``matmul_ogs`` on NVIDIA GPUs (triton_kernels/matmul_ogs_details/opt_flags.py,
 # ``make_default_opt_flags_nvidia``: block_m = max(16, min(next_power_of_2(tokens_per_expt), 128)), tokens_per_expt
 # = the gathered rows // the experts of the routing, at least 1) — TensorRT-LLM's Triton MoE (gpt-oss on Hopper),
-# whose router gathers every token's k picks (t·k rows) over the rank's local experts
-M_BLOCKS = ("triton",)
+# whose router gathers every token's k picks (t·k rows) over the rank's local experts. "fused_moe" and
+# "fused_moe_fp8_block": vLLM's and SGLang's Triton ``fused_moe_kernel`` on the config ``get_default_config`` gives a
+# layer without a tuned config file (vllm/model_executor/layers/fused_moe/fused_moe.py; SGLang's
+# fused_moe_triton/fused_moe_triton_config.py): BLOCK_SIZE_M 16 where the layer's tokens are at most the rank's local
+# experts, else 64 (bf16, vLLM's per-tensor FP8); 64 at every token count (block-scaled FP8); ``moe_align_block_size``
+# pads each expert's rows to whole blocks (``FUSED_MOE_BLOCK_M``: (at most the local experts, above))
+FUSED_MOE_BLOCK_M = {"fused_moe": (16.0, 64.0), "fused_moe_fp8_block": (64.0, 64.0)}
+M_BLOCKS = ("triton",) + tuple(FUSED_MOE_BLOCK_M)
 TRITON_BLOCK_M = (16.0, 128.0)
 
 
-def block_m(rule: str, gathered_rows, local_experts):
-    """The M block of rule ``rule`` (``M_BLOCKS``) for ``gathered_rows`` token-expert rows over ``local_experts``."""
+def block_m(rule: str, gathered_rows, local_experts, tokens=None):
+    """The M block of rule ``rule`` (``M_BLOCKS``) for ``gathered_rows`` token-expert rows over ``local_experts``;
+    ``tokens``: the layer's tokens, which the ``FUSED_MOE_BLOCK_M`` rules pick the block by (required there)."""
+    from .errors import IronlawError
     if rule not in M_BLOCKS:
-        from .errors import IronlawError
         raise IronlawError(f"unknown M block rule '{rule}' (known: {', '.join(M_BLOCKS)})")
+    if rule in FUSED_MOE_BLOCK_M:
+        if tokens is None:
+            raise IronlawError(f"M block rule '{rule}' picks its block by the layer's tokens: none given")
+        small, large = FUSED_MOE_BLOCK_M[rule]
+        return np.where(np.asarray(tokens, float) <= np.asarray(local_experts, float), small, large)
     lo, hi = TRITON_BLOCK_M
     per = np.maximum(1.0, np.floor(np.asarray(gathered_rows, float) / np.maximum(local_experts, 1.0)))
     return np.clip(2.0 ** np.ceil(np.log2(per)), lo, hi)

@@ -34,10 +34,11 @@ def routed_experts(graph, hw):
         return replace(graph, ops=[grouped_launch(op, want) for op in graph.ops])
     from .dispatcher import local_experts
     slots = local_experts(graph.meta)
-    gathered = np.asarray(graph.meta.get("tokens", 0.0), float) * float(graph.meta.get("experts_per_token", 0.0))
+    tokens = np.asarray(graph.meta.get("tokens", 0.0), float)
+    gathered = tokens * float(graph.meta.get("experts_per_token", 0.0))
     from .serving.step import blocked_rows
     return replace(graph, ops=[blocked_rows(on_moe_layer(op, graph.dtype, kernels, slots), hw.calibration, gathered,
-                                            slots) for op in graph.ops])
+                                            slots, tokens) for op in graph.ops])
 
 
 def on_moe_layer(op, dtype: str, kernels: tuple, slots: float = 0.0):

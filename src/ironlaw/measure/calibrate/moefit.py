@@ -135,7 +135,7 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     (num_tokens, hidden_size, inter_size, topk, num_experts, moe_tp_size, moe_ep_size), routed as ``routing`` (the
     table's distribution: balanced, or power_law_<α>; ``UNIFORM``: aiter's tables, the expectation of
     ``core.routing.uniform_local``); ``m_block`` (``core.routing.M_BLOCKS``): F counts each touched expert's rows
-    padded to the M block the kernel picks; ``pairs`` (``PAIR_KERNELS``): A adds ``pairs_bytes`` of that kernel (the
+    padded to the M block the kernel picks for the row's tokens; ``pairs`` (``PAIR_KERNELS``): A adds ``pairs_bytes`` of that kernel (the
     layer's ops run over every token-expert pair of the step, routed to the rank or not); ``groups``: per row (expert
     groups, groups kept per token) of the group-limited router the collector ran on a ``balanced`` row inside the
     timed layer (``kernelfit.rules.grouped_routing``; (0, 0): plain top-k), whose R and U are
@@ -157,7 +157,7 @@ def terms(rows: dict, dtype: str, peak_flops: float, bw_Bps: float, routing: str
     w = u * 3.0 * h * i * weight_bytes(dtype)
     local = np.asarray(rows["num_experts"], float) / np.asarray(rows["moe_ep_size"], float)
     if m_block:
-        r_pad = padded_rows(r, u, block_m(m_block, t * np.asarray(rows["topk"], float), local))
+        r_pad = padded_rows(r, u, block_m(m_block, t * np.asarray(rows["topk"], float), local, t))
     f = 2.0 * (r_pad if m_block else r) * h * 3.0 * i
     a = HALF_BYTES * (2.0 * r * h + 3.0 * r * i + (r + t) * h)
     if pairs:

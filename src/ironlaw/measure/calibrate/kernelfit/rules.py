@@ -922,3 +922,25 @@ def pair_kernel(framework: str, dtype: str, gpu: str) -> str | None:
 # of vLLM and SGLang"): neither rises, one falls; not on L40S (bf16: c_k 0; fp8: median up) nor SGLang's MXFP4 (c_k 0)
 MOE_UNALIGNED_K = {("vllm", "bf16"): ("a100", "h100", "h200"),
                    ("sglang", "bf16"): ("a100", "h100", "h200")}
+# (framework, ironlaw dtype) -> the GPUs whose Triton fused-MoE class counts each touched expert's rows padded to the
+# BLOCK_SIZE_M of the config its framework picks without a tuned config file (``core.routing.FUSED_MOE_BLOCK_M``:
+# ``get_default_config``, 16 where the layer's tokens are at most the rank's local experts, else 64; block-scaled FP8
+# 64 at every M; ``moe_align_block_size`` pads each expert's rows to whole blocks; vllm/model_executor/layers/
+# fused_moe/fused_moe.py, SGLang's fused_moe_triton/fused_moe_triton_config.py): the fit's FLOPs (``moefit.terms``
+# m_block) and the stored grouped GEMMs' ``m_block`` (``serving.step.blocked_rows``). aiconfigurator-core 0.12.0's
+# per-framework tables, held out (benchmarks/kernel_moe.py --framework sglang; the forms:
+# benchmarks/moe_triton_blocks.py): SGLang 0.5.14 H100 fp8_block 5.6% / 20.0% → 5.2% / 19.0%, H200 bf16 16.4% /
+# 44.2% → 12.2% / 42.8%. Kept where neither the held-out median nor the p90 rises and one falls (docs/accuracy.md,
+# "The fused-MoE layer of vLLM and SGLang"); not on vLLM's A100, H100, H200 and L40S bf16
+# nor SGLang's A100 and RTX PRO 6000 bf16 (one of the two rises: vLLM H200 bf16 9.5% / 32.4% → 10.0% / 30.1%)
+MOE_M_BLOCK = {("vllm", "fp8"): ("l40s",), ("vllm", "fp8_block"): ("l40s",),
+               ("sglang", "bf16"): ("h100", "h200", "l40s"),
+               ("sglang", "fp8_block"): ("h100", "h200", "rtx-pro-6000")}
+
+
+def fused_moe_block(framework: str, dtype: str, gpu: str) -> str | None:
+    """The M block rule (``core.routing.M_BLOCKS``) ``framework``'s Triton fused-MoE class ``dtype`` on ``gpu`` pads
+    its rows by (``MOE_M_BLOCK``), None where it is fitted on its rows unpadded."""
+    if not holds(MOE_M_BLOCK, (framework, dtype), gpu):
+        return None
+    return "fused_moe_fp8_block" if dtype == "fp8_block" else "fused_moe"

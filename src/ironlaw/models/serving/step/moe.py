@@ -49,12 +49,12 @@ def moe_kernels(hw, dtype: str, recipe: str | None = None) -> tuple[str, str | N
     return (gemm, rows if rows in fitted else None, carried) if gemm in fitted else (GROUPED_GEMM, None, None)
 
 
-def blocked_rows(op, cal, gathered_rows, slots: float):
+def blocked_rows(op, cal, gathered_rows, slots: float, tokens=None):
     """A routed GEMM on a grouped-GEMM class that pads each expert's rows to an M block (its ``m_block``,
     ``core.routing.M_BLOCKS``: the fit counted the padded rows' FLOPs, ``moefit.terms``) with its compute η scaled by
     rows / padded rows (``eta_scale``): R = its FLOPs / (2·N·K), spread over the U experts whose weights it streams,
-    the block picked from the ``gathered_rows`` token-expert rows over the rank's ``slots`` experts; any other op as
-    it is."""
+    the block picked from the ``gathered_rows`` token-expert rows over the rank's ``slots`` experts and the layer's
+    ``tokens``; any other op as it is."""
     rule = ((cal.kernel or {}).get(op.attrs.get("kernel", ""), {}) if cal is not None else {}).get("m_block")
     if not rule or op.kind != "matmul" or op.attrs.get("expert") != "routed" or "nk" not in op.attrs:
         return op
@@ -65,7 +65,7 @@ def blocked_rows(op, cal, gathered_rows, slots: float):
     n, k = (float(v) for v in op.attrs["nk"])
     rows = np.asarray(op.flops, float) / (2.0 * n * k)
     touched = np.asarray(op.bytes.get("weights", 0.0), float) / (n * k * elem_bytes(op))
-    pad = padded_rows(rows, touched, block_m(rule, np.maximum(gathered_rows, 1.0), max(slots, 1.0)))
+    pad = padded_rows(rows, touched, block_m(rule, np.maximum(gathered_rows, 1.0), max(slots, 1.0), tokens))
     o = copy.copy(op)
     o.eta_scale = op.eta_scale * np.where(pad > 0, rows / np.maximum(pad, 1e-30), 1.0)
     return o
@@ -81,7 +81,7 @@ def on_table_rows(op, hw, meta: dict, tokens):
 
     from ...dispatcher import local_experts
     gathered = np.asarray(tokens, float) * float(meta.get("experts_per_token", 0.0))
-    return blocked_rows(op, hw.calibration, gathered, local_experts(meta))
+    return blocked_rows(op, hw.calibration, gathered, local_experts(meta), np.asarray(tokens, float))
 
 
 def unaligned_down(op, hw):
