@@ -111,6 +111,11 @@ OPTION_ELSEWHERE = {
     ("serve", "--seq"): "a request's tokens are --prompt N and --output M",
     ("serve", "--batch"): "sequences in flight are --concurrency N (with --max-throughput, the engine's "
                           "--max-batch N)",
+    **{("serve", rate): "it runs a closed loop of --concurrency N requests in flight (the benchmark clients' "
+                        "--max-concurrency); an open arrival rate is not modelled: the requests/s N sustains is its "
+                        "tokens/s over --output (Little's law), and --slo ttft=2s,itl=50ms finds the most "
+                        "concurrency meeting the targets" for rate in ("--rate", "--request-rate", "--qps")},
+    ("serve", "--max-concurrency"): "requests in flight are --concurrency N",
     ("analyze", "--prompt"): "its sequence is --seq N (the prompt with --phase prefill, the tokens already in "
                              "the KV cache with --phase decode); a request's prompt and output: "
                              "ironlaw serve SPEC --on HW --prompt N --output M",
