@@ -17,3 +17,19 @@ def test_an_arrival_rate_is_refused_naming_the_closed_loop_serve_runs(flag):
 def test_the_benchmark_clients_concurrency_flag_names_serves():
     line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--max-concurrency", "8"))
     assert line.endswith("serve takes no --max-concurrency: requests in flight are --concurrency N")
+
+
+def test_the_compute_reason_quotes_the_rate_its_time_implies():
+    """A 4096³ bf16 GEMM on an H100: 2·4096³ = 137 GFLOP. The reason said "137 GFLOP at 989 TFLOP/s bf16 peak",
+    which a reader divides to 139 µs beside the 161 µs it explains; it now says the time and the rate the GEMM
+    reaches (η within) against the peak, as the bandwidth reason does."""
+    import ironlaw
+    from ironlaw.core.units import fmt, fmt_time
+    est = ironlaw.analyze("gemm:4096,4096,4096", on="h100")
+    flops, compute_s = 2.0 * 4096 ** 3, float(est.term("compute_s"))
+    assert float(est.graph.flops) == flops
+    rate = flops / compute_s
+    assert 0.5 * 989.4e12 < rate < 989.4e12
+    why = est.bottleneck()["why"]
+    assert (f"{fmt(flops, 'FLOP')} take {fmt_time(compute_s)} at {fmt(rate, 'FLOP/s')}, "
+            f"{100 * rate / 989.4e12:.0f}% of its 989 TFLOP/s bf16 peak;") in why, why
