@@ -33,3 +33,12 @@ def test_the_compute_reason_quotes_the_rate_its_time_implies():
     why = est.bottleneck()["why"]
     assert (f"{fmt(flops, 'FLOP')} take {fmt_time(compute_s)} at {fmt(rate, 'FLOP/s')}, "
             f"{100 * rate / 989.4e12:.0f}% of its 989 TFLOP/s bf16 peak;") in why, why
+
+
+def test_a_one_thread_probe_says_one_thread():
+    """``probe --threads 1`` titled its profile "AMD EPYC on vm (1 threads)" and sourced each number so."""
+    from test_probe import fake_probe
+    from ironlaw.measure.calibrate import build
+    doc = build.profile(fake_probe(threads=1), calibrate_fit=False)
+    assert "(1 thread)," in doc["title"] and "1 thread):" in doc["latency"]["source"]
+    assert "threads" not in doc["title"] + doc["latency"]["source"]
