@@ -42,3 +42,14 @@ def test_a_one_thread_probe_says_one_thread():
     doc = build.profile(fake_probe(threads=1), calibrate_fit=False)
     assert "(1 thread)," in doc["title"] and "1 thread):" in doc["latency"]["source"]
     assert "threads" not in doc["title"] + doc["latency"]["source"]
+
+
+def test_a_hardware_comparison_names_the_terms_that_move():
+    """``compare llama3-8b --phase decode --on h100 --vs-hardware b200`` said "the terms barely change" beside a
+    table whose data term falls to ×0.58 and compute to ×0.02: D_vol, O and the launches stay, the terms do not."""
+    import ironlaw
+    c = ironlaw.compare("llama3-8b", on="h100", phase="decode", vs_hardware="b200")
+    v = c.verdict()
+    ratio = float(c.after.term("data_s")) / float(c.before.term("data_s"))
+    assert f"data ×{ratio:.2g}" in v and "(the same D_vol, O and launches)" in v, v
+    assert "barely change" not in v
