@@ -53,3 +53,15 @@ def test_a_hardware_comparison_names_the_terms_that_move():
     ratio = float(c.after.term("data_s")) / float(c.before.term("data_s"))
     assert f"data ×{ratio:.2g}" in v and "(the same D_vol, O and launches)" in v, v
     assert "barely change" not in v
+
+
+@pytest.mark.parametrize("feature", [("--prefix-hit", "0.5"), ("--speculative", "method=eagle,tokens=3,acceptance=0.7")])
+def test_a_feature_priced_without_chunked_prefill_names_vllms_chunking_not_a_chunk_never_given(feature):
+    """``serve … --engine vllm --prefix-hit 0.5`` said "drop --chunk" to a user who gave none: vLLM's scheduler
+    chunks on its own. The line now says so and names the engines that prefill apart; a --chunk given is named
+    with its value."""
+    line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--engine", "vllm", *feature))
+    assert f"{feature[0]} is modelled without chunked prefill, which the engine's scheduler runs" in line
+    assert "vLLM V1: always on" in line and "--engine trtllm or sglang" in line and "drop --chunk" not in line
+    given = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--chunk", "512", *feature))
+    assert given.endswith("drop --chunk 512")
