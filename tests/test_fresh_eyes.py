@@ -65,3 +65,32 @@ def test_a_feature_priced_without_chunked_prefill_names_vllms_chunking_not_a_chu
     assert "vLLM V1: always on" in line and "--engine trtllm or sglang" in line and "drop --chunk" not in line
     given = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--chunk", "512", *feature))
     assert given.endswith("drop --chunk 512")
+
+
+QWEN25_VL_7B = {   # Qwen/Qwen2.5-VL-7B-Instruct config.json's text fields (the vision tower's abridged)
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl", "hidden_act": "silu",
+    "hidden_size": 3584, "intermediate_size": 18944, "max_position_embeddings": 128000, "num_attention_heads": 28,
+    "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "use_sliding_window": False, "tie_word_embeddings": False, "vocab_size": 152064,
+    "max_window_layers": 28, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "vision_config": {"depth": 32, "hidden_size": 1280, "out_hidden_size": 3584, "patch_size": 14}}
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_qwen_vl_config_decodes_as_its_qwen2_language_model(tmp_path, nested):
+    """``analyze hf:Qwen2.5-VL-7B/config.json --phase decode`` said "Qwen2_5_VLForConditionalGeneration has no phase
+    'decode'" (the capture runs the whole VLM's forward). Its language model is Qwen2-7B's layout (q/k/v biases,
+    no sliding window): built as one, the vision tower not modelled (as gemma3's and llama4's), the text fields at
+    the top level or, as transformers 5 writes them, under text_config."""
+    import json
+    from ironlaw.models.workloads import Request, resolve
+    text = {k: v for k, v in QWEN25_VL_7B.items() if k not in ("architectures", "model_type", "vision_config")}
+    vl = dict(QWEN25_VL_7B, text_config=dict(text, model_type="qwen2_5_vl_text")) if nested else QWEN25_VL_7B
+    (tmp_path / "vl.json").write_text(json.dumps(
+        {k: v for k, v in vl.items() if k in ("architectures", "model_type", "vision_config", "text_config")}
+        if nested else vl))
+    (tmp_path / "lm.json").write_text(json.dumps(dict(text, model_type="qwen2", architectures=["Qwen2ForCausalLM"])))
+    g, lm = (resolve(Request(f"hf:{tmp_path / f}", phase="decode", seq=4096, batch=8)) for f in ("vl.json", "lm.json"))
+    assert g.meta["params"] == lm.meta["params"] == 7_615_616_512          # Qwen2-7B's published count
+    assert g.meta["kv_cache_bytes"] == lm.meta["kv_cache_bytes"] == 8 * 4096 * 28 * 2 * 4 * 128 * 2
+    assert sum(op.total_bytes * op.count for op in g.ops) == sum(op.total_bytes * op.count for op in lm.ops)

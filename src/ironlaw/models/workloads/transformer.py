@@ -505,8 +505,8 @@ for _n, _d in BUILTIN_NAMES.items():
 
 
 @prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi, phi3, mixtral, "
-              "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma, gemma2, gemma3, "
-              "gpt_neox, olmo, olmo2, gpt2, bert analytic; others "
+              "qwen2_vl, qwen2_5_vl (their language models), qwen3, qwen2_moe, qwen3_moe, deepseek_v2, "
+              "deepseek_v3, gpt_oss, llama4, gemma, gemma2, gemma3, gpt_neox, olmo, olmo2, gpt2, bert analytic; others "
               "captured with torch); "
               "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:
