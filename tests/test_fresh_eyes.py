@@ -94,3 +94,10 @@ def test_a_qwen_vl_config_decodes_as_its_qwen2_language_model(tmp_path, nested):
     assert g.meta["params"] == lm.meta["params"] == 7_615_616_512          # Qwen2-7B's published count
     assert g.meta["kv_cache_bytes"] == lm.meta["kv_cache_bytes"] == 8 * 4096 * 28 * 2 * 4 * 128 * 2
     assert sum(op.total_bytes * op.count for op in g.ops) == sum(op.total_bytes * op.count for op in lm.ops)
+
+
+def test_the_library_refuses_an_arrival_rate_as_the_command_does():
+    """``ironlaw.serve(..., rate=5)`` said "(did you mean: runtime, disaggregate?)"."""
+    import ironlaw
+    with pytest.raises(ironlaw.IronlawError, match=r"'request_rate' \(serve runs a closed loop of concurrency=N"):
+        ironlaw.serve("llama3-8b", on="h100", request_rate=5)
