@@ -101,3 +101,12 @@ def test_the_library_refuses_an_arrival_rate_as_the_command_does():
     import ironlaw
     with pytest.raises(ironlaw.IronlawError, match=r"'request_rate' \(serve runs a closed loop of concurrency=N"):
         ironlaw.serve("llama3-8b", on="h100", request_rate=5)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_vllms_fp8_kv_cache_names_point_to_fp8(fmt):
+    """``--kv-dtype fp8_e5m2`` (vLLM's and SGLang's --kv-cache-dtype choice) said "no serving engine ironlaw
+    models (TensorRT-LLM, vLLM, SGLang) stores a KV cache in fp8_e5m2", which vLLM does."""
+    line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--engine", "vllm", "--kv-dtype", fmt))
+    assert line.endswith(f"--kv-dtype {fmt}: vLLM's and SGLang's name of an FP8 KV cache (--kv-cache-dtype); "
+                         "ironlaw prices either format as --kv-dtype fp8 (one byte an element)")
