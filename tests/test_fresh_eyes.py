@@ -110,3 +110,20 @@ def test_vllms_fp8_kv_cache_names_point_to_fp8(fmt):
     line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", "--engine", "vllm", "--kv-dtype", fmt))
     assert line.endswith(f"--kv-dtype {fmt}: vLLM's and SGLang's name of an FP8 KV cache (--kv-cache-dtype); "
                          "ironlaw prices either format as --kv-dtype fp8 (one byte an element)")
+
+
+@pytest.mark.parametrize("flag,value,says", [
+    ("--tensor-parallel-size", "2", "tensor parallelism is --tp N"),
+    ("--gpu-memory-utilization", "0.9", "the engine's memory knob is --memory-fraction F"),
+    ("--mem-fraction-static", "0.8", "the engine's memory knob is --memory-fraction F"),
+    ("--kv-cache-dtype", "fp8", "the KV cache's dtype is --kv-dtype D"),
+    ("--max-num-seqs", "64", "sequences in flight are --max-batch N with --max-throughput, --concurrency N online"),
+    ("--max-num-batched-tokens", "4096", "the step token budget is --max-num-tokens N"),
+    ("--num-prompts", "100", "requests queued are --requests N"),
+    ("--model", "llama3.1-8b", "the model is the first argument: ironlaw serve SPEC --on HW"),
+])
+def test_an_engines_own_flag_names_serves(flag, value, says):
+    """vLLM's, SGLang's and trtllm-bench's flags, the first a user of them types, got click's nearest names
+    ('--gpu-memory-utilization': "Did you mean '--memory-fraction'?"; '--tensor-parallel-size': nothing)."""
+    line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", flag, value))
+    assert line.startswith(f"ironlaw: error: serve takes no {flag}: {says}")
