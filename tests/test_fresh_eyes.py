@@ -127,3 +127,17 @@ def test_an_engines_own_flag_names_serves(flag, value, says):
     ('--gpu-memory-utilization': "Did you mean '--memory-fraction'?"; '--tensor-parallel-size': nothing)."""
     line = one_line_error(run_cli("serve", "llama3.1-8b", "--on", "h100", flag, value))
     assert line.startswith(f"ironlaw: error: serve takes no {flag}: {says}")
+
+
+@pytest.mark.parametrize("command,flag,says", [
+    ("analyze", "--tensor-model-parallel-size", "tensor parallelism is --tp N"),
+    ("analyze", "--global-batch-size", "sequences per optimizer step are --global-batch N"),
+    ("search", "--use-distributed-optimizer", "the distributed optimizer is --zero 1"),
+    ("search", "--recompute-granularity", "activation recomputation is --recompute selective|full"),
+])
+def test_a_megatron_flag_names_the_option(command, flag, says):
+    """Megatron-LM's flags, which a Megatron/NeMo user types first, got click's "No such option"."""
+    value = [] if flag == "--use-distributed-optimizer" else ["2" if "size" in flag else "full"]
+    line = one_line_error(run_cli(command, "llama3-8b", "--phase", "train", "--on", "h100", "--gpus", "8", flag,
+                                  *value))
+    assert line.startswith(f"ironlaw: error: {command} takes no {flag}: {says}")

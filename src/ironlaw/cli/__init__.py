@@ -127,9 +127,28 @@ ENGINE_FLAGS = {
     ("--enable-dp-attention",): "attention data parallelism is --attention-dp (with --max-throughput)",
 }
 
+# Megatron-LM's (and NeMo's) training flags and analyze's and search's option for each
+MEGATRON_FLAGS = {
+    ("--tensor-model-parallel-size",): "tensor parallelism is --tp N",
+    ("--pipeline-model-parallel-size",): "pipeline stages are --pp N",
+    ("--context-parallel-size",): "context parallelism is --cp N",
+    ("--expert-model-parallel-size",): "expert parallelism is --ep N",
+    ("--virtual-pipeline-model-parallel-size",): "virtual pipeline stages per device are --interleave N",
+    ("--micro-batch-size",): "sequences per micro-batch are --micro-batch N",
+    ("--global-batch-size",): "sequences per optimizer step are --global-batch N",
+    ("--seq-length",): "the sequence length is --seq N",
+    ("--recompute-granularity",): "activation recomputation is --recompute selective|full",
+    ("--recompute-num-layers",): "the layers recomputed in full are --recompute-layers N (with --recompute full)",
+    ("--use-distributed-optimizer",): "the distributed optimizer is --zero 1 (optimizer states sharded over "
+                                      "the data-parallel ranks)",
+    ("--fp8-format",): "FP8 training is --dtype fp8",
+}
+
 # (command, option) → where the option lives: an option another command takes, given to one that takes none
 OPTION_ELSEWHERE = {
     **{("serve", flag): text for flags, text in ENGINE_FLAGS.items() for flag in flags},
+    **{(command, flag): text for flags, text in MEGATRON_FLAGS.items() for flag in flags
+       for command in ("analyze", "search")},
     ("serve", "--phase"): "serve runs a workload's prefill and decode together; one phase alone: "
                           "ironlaw analyze SPEC --on HW --phase decode",
     ("serve", "--gpus"): "its GPUs are its layout, --tp N (with --max-throughput also --pp and --ep); every "
