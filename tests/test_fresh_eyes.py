@@ -55,7 +55,8 @@ def test_a_hardware_comparison_names_the_terms_that_move():
     assert "barely change" not in v
 
 
-@pytest.mark.parametrize("feature", [("--prefix-hit", "0.5"), ("--speculative", "method=eagle,tokens=3,acceptance=0.7")])
+@pytest.mark.parametrize("feature", [("--prefix-hit", "0.5"),
+                                     ("--speculative", "method=eagle,tokens=3,acceptance=0.7")])
 def test_a_feature_priced_without_chunked_prefill_names_vllms_chunking_not_a_chunk_never_given(feature):
     """``serve … --engine vllm --prefix-hit 0.5`` said "drop --chunk" to a user who gave none: vLLM's scheduler
     chunks on its own. The line now says so and names the engines that prefill apart; a --chunk given is named
@@ -141,3 +142,12 @@ def test_a_megatron_flag_names_the_option(command, flag, says):
     line = one_line_error(run_cli(command, "llama3-8b", "--phase", "train", "--on", "h100", "--gpus", "8", flag,
                                   *value))
     assert line.startswith(f"ironlaw: error: {command} takes no {flag}: {says}")
+
+
+def test_the_chunked_ttft_reads_as_chunks():
+    """vLLM's TTFT read "the prompt's 20,000 tokens 8,188 per step beside the decode batch"."""
+    import ironlaw
+    why = ironlaw.serve("llama3.1-8b", on="h100", engine="vllm", prompt=20000, output=100,
+                        concurrency=4).to_dict()["ttft_why"]
+    assert "= 3 mixed steps of" in why
+    assert why.endswith("the prompt's 20,000 tokens in chunks of 8,188 beside the decode batch")
