@@ -103,3 +103,22 @@ def test_bad_configs_are_one_line_errors(tmp_path):
         assert "\n" not in str(e.value)
     with pytest.raises(IronlawError, match="no such config"):
         hf.build(str(tmp_path / "missing.json"), workloads.Request("hf:x", seq=8))
+
+
+def test_transformers_warnings_become_the_graphs_notes(capsys):
+    """Capturing Qwen3-Next without flash-linear-attention printed four stderr lines of over 200 columns, one per
+    kernel transformers ran as reference PyTorch code; they are one note (the graph holds that code's ops), and
+    any other warning a note as said."""
+    import logging
+    said = "`{}` is falling back to its reference PyTorch implementation because `{}` is either not installed or " \
+           "doesn't support the device of the inputs. This is correct but much slower."
+    log = logging.getLogger("transformers.integrations.hub_kernels")
+    with hf.transformers_said() as notes:
+        log.warning(said.format("causal_conv1d_fn", "causal_conv1d"))
+        log.warning(said.format("chunk_gated_delta_rule", "flash-linear-attention"))
+        logging.getLogger("transformers.modeling_utils").warning("another warning")
+    assert notes == ["another warning",
+                     "transformers ran the reference PyTorch code of causal_conv1d_fn, chunk_gated_delta_rule "
+                     "(causal_conv1d, flash-linear-attention not installed or not for this device): the graph holds "
+                     "that code's ops, not the fused kernels'"]
+    assert capsys.readouterr().err == ""

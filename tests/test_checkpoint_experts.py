@@ -194,3 +194,12 @@ def test_mxfp4_experts_run_on_the_weight_only_moe_class_where_fitted():
              if o.attrs.get("expert") == "routed" and o.kind == "matmul"]
     assert all(o.attrs["kernel_for"] == "moe_grouped_gemm.w4a16_mxfp4" for o in stand)
     assert all(o.vector_flops == p.vector_flops for o, p in zip(stand, plain))
+
+
+def test_a_config_given_by_path_names_its_path_once():
+    """``analyze hf:PATH/gpt-oss-20b.json`` said "from hf:PATH's checkpoint (PATH: quantization_config …)", the
+    path twice in one line."""
+    from pathlib import Path
+    path = Path(__file__).parent / "data" / "llm_configs" / "gpt-oss-20b.json"
+    g = resolve(Request(f"hf:{path}", phase="decode", seq=1024))
+    assert g.meta["expert_weight_source"] == f"the checkpoint ({path}: quantization_config quant_method mxfp4)"

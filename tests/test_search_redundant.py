@@ -60,14 +60,16 @@ def test_the_serving_search_holds_the_slots_on_its_expert_parallel_layouts():
     assert again["time_s"] == pytest.approx(doc["time_s"], rel=1e-9)
 
 
-def test_the_table_shows_the_slots_where_80_columns_hold_them():
-    """'ep12+32' in the serving table (and the legend says what +N is); the training table, too wide for them,
-    keeps the plain layout and says the slots in its notes: no cell is cut."""
+def test_the_table_shows_the_slots_within_80_columns():
+    """'ep12+32' in the serving table (and the legend says what +N is); in the training table, one column too
+    wide for its widest layout, that layout wraps at a space onto a second line: every layout keeps its slots and
+    no cell is cut."""
     out = run_cli(*SERVE, "--redundant-experts", "32", env={"COLUMNS": "80"}).out
     assert "tp12 ep12+32 adp fp8" in out and "+N: redundant" in " ".join(out.split())
     assert "…" not in out and max(len(ln) for ln in out.splitlines()) <= 80
     out = run_cli(*TRAIN, "--redundant-experts", "4", env={"COLUMNS": "80"}).out
     assert "…" not in out and max(len(ln) for ln in out.splitlines()) <= 80
+    assert "tp1 pp1 dp6 ep6+4 mb1" in out and "cp2 dp3 ep3+4" in out and "+N: redundant" in " ".join(out.split())
     assert "4 redundant expert slots" in " ".join(out.split())
 
 

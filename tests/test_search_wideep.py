@@ -45,8 +45,11 @@ def test_a_wide_ep_layout_refused_for_its_workspace_is_searched_at_a_budget_that
 
 
 def test_the_table_names_the_budget_and_its_legend():
+    """At 80 columns the layout 'tp72 ep72+32 adp fp8 ×1512 tok3584' wraps its budget onto a second line: the
+    slots' '+32' stays, no cell (the binding resource's) is cut."""
     out = run_cli(*WIDE, env={"COLUMNS": "80"}).out
-    assert "tp72 ep72" in out and " tok3584 " in out
+    assert "tp72 ep72+32 adp" in out and " tok3584 " in out and " bandwidth" in out
+    assert "…" not in out and max(len(ln) for ln in out.splitlines()) <= 80
     assert "tokN: step token budget (--max-num-tokens)" in " ".join(out.split())
 
 

@@ -72,8 +72,10 @@ def test_model_that_does_not_fit_is_refused_before_allocating():
     pytest.importorskip("torch")
     from ironlaw.measure import validate
     # huge() raises if it is ever built outside meta, so reaching the real build would fail differently
-    with pytest.raises(IronlawError, match="nothing was allocated"):
+    with pytest.raises(IronlawError, match="nothing was allocated") as e:
         validate.run(HUGE, hw=hardware.load_file(PROFILE), repeats=1, threads=1)
+    # the dtype it runs in is said: llama3-8b's "weights 29.9 GiB" read as twice its 15 GiB without "in fp32"
+    assert "in fp32 (as validate runs it) needs" in str(e.value)
 
 
 @pytest.mark.parametrize("table, field", [

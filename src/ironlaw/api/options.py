@@ -401,9 +401,14 @@ CLI_ONLY = {"format": FORMAT_HINT, "fmt": FORMAT_HINT,
             "overlap": " (--overlap is the command line's default, --serial its other choice: serial=True composes "
                        "the terms serially)",
             "opt": " (--opt KEY=VALUE is the command line's: here a builder option is a keyword of its own, "
-                   "image=288, or options={'image': 288})"}
+                   "image=288, or options={'image': 288})",
+            **{rate: " (serve runs a closed loop of concurrency=N requests in flight; an open arrival rate is not "
+                     "modelled: the requests/s N sustains is its tokens_per_s over output (Little's law), and "
+                     "slo='ttft=2s,itl=50ms' finds the most concurrency meeting the targets)"
+               for rate in ("rate", "request_rate", "qps")}}
 # where a CLI_ONLY hint holds: the functions whose command has the option (--top), or the keyword it points to
-CLI_ONLY_WHERE = {"top": ("analyze", "train", "compare", "validate"), "overlap": ("serial",), "opt": ("options",)}
+CLI_ONLY_WHERE = {"top": ("analyze", "train", "compare", "validate"), "overlap": ("serial",), "opt": ("options",),
+                  "rate": ("serve",), "request_rate": ("serve",), "qps": ("serve",)}
 
 
 def cli_only(name: str, fn: str, takes) -> str:

@@ -102,8 +102,53 @@ def _is_usage_error(e: Exception) -> bool:
     return any(c.__name__ == "ClickException" for c in type(e).__mro__) and hasattr(e, "format_message")
 
 
+# the serving engines' own flags (vllm serve / vllm bench, python -m sglang.launch_server / bench_serving,
+# trtllm-bench), which a user of them types first, and serve's option for each
+ENGINE_FLAGS = {
+    ("--tensor-parallel-size", "--tp-size", "--tp_size"): "tensor parallelism is --tp N",
+    ("--pipeline-parallel-size", "--pp-size", "--pp_size"): "pipeline stages are --pp N (with --max-throughput)",
+    ("--gpu-memory-utilization", "--mem-fraction-static", "--kv_cache_free_gpu_mem_fraction"):
+        "the engine's memory knob is --memory-fraction F",
+    ("--kv-cache-dtype",): "the KV cache's dtype is --kv-dtype D (fp8 for vLLM's fp8, fp8_e4m3 or fp8_e5m2)",
+    ("--max-num-seqs", "--max-running-requests", "--max_batch_size"):
+        "sequences in flight are --max-batch N with --max-throughput, --concurrency N online",
+    ("--max-num-batched-tokens", "--max_num_tokens", "--chunked-prefill-size"):
+        "the step token budget is --max-num-tokens N (with --max-throughput); a prompt chunk a step online, "
+        "--chunk N",
+    ("--max-model-len", "--context-length", "--max_seq_len"):
+        "a request is --prompt N + --output M tokens, refused beyond the model's context",
+    ("--quantization",): "the weights' and GEMMs' dtype is --dtype D (fp8, fp4, int8, …)",
+    ("--input-len", "--random-input-len", "--isl"): "a request's prompt is --prompt N tokens",
+    ("--output-len", "--random-output-len", "--osl"): "a request's output is --output N tokens",
+    ("--num-prompts",): "requests queued are --requests N (with --max-throughput)",
+    ("--model", "--model-path"): "the model is the first argument: ironlaw serve SPEC --on HW",
+    ("--enable-expert-parallel", "--ep-size", "--ep_size"):
+        "expert parallelism is --ep N (with --max-throughput --attention-dp)",
+    ("--enable-dp-attention",): "attention data parallelism is --attention-dp (with --max-throughput)",
+}
+
+# Megatron-LM's (and NeMo's) training flags and analyze's and search's option for each
+MEGATRON_FLAGS = {
+    ("--tensor-model-parallel-size",): "tensor parallelism is --tp N",
+    ("--pipeline-model-parallel-size",): "pipeline stages are --pp N",
+    ("--context-parallel-size",): "context parallelism is --cp N",
+    ("--expert-model-parallel-size",): "expert parallelism is --ep N",
+    ("--virtual-pipeline-model-parallel-size",): "virtual pipeline stages per device are --interleave N",
+    ("--micro-batch-size",): "sequences per micro-batch are --micro-batch N",
+    ("--global-batch-size",): "sequences per optimizer step are --global-batch N",
+    ("--seq-length",): "the sequence length is --seq N",
+    ("--recompute-granularity",): "activation recomputation is --recompute selective|full",
+    ("--recompute-num-layers",): "the layers recomputed in full are --recompute-layers N (with --recompute full)",
+    ("--use-distributed-optimizer",): "the distributed optimizer is --zero 1 (optimizer states sharded over "
+                                      "the data-parallel ranks)",
+    ("--fp8-format",): "FP8 training is --dtype fp8",
+}
+
 # (command, option) → where the option lives: an option another command takes, given to one that takes none
 OPTION_ELSEWHERE = {
+    **{("serve", flag): text for flags, text in ENGINE_FLAGS.items() for flag in flags},
+    **{(command, flag): text for flags, text in MEGATRON_FLAGS.items() for flag in flags
+       for command in ("analyze", "search")},
     ("serve", "--phase"): "serve runs a workload's prefill and decode together; one phase alone: "
                           "ironlaw analyze SPEC --on HW --phase decode",
     ("serve", "--gpus"): "its GPUs are its layout, --tp N (with --max-throughput also --pp and --ep); every "
@@ -111,6 +156,11 @@ OPTION_ELSEWHERE = {
     ("serve", "--seq"): "a request's tokens are --prompt N and --output M",
     ("serve", "--batch"): "sequences in flight are --concurrency N (with --max-throughput, the engine's "
                           "--max-batch N)",
+    **{("serve", rate): "it runs a closed loop of --concurrency N requests in flight (the benchmark clients' "
+                        "--max-concurrency); an open arrival rate is not modelled: the requests/s N sustains is its "
+                        "tokens/s over --output (Little's law), and --slo ttft=2s,itl=50ms finds the most "
+                        "concurrency meeting the targets" for rate in ("--rate", "--request-rate", "--qps")},
+    ("serve", "--max-concurrency"): "requests in flight are --concurrency N",
     ("analyze", "--prompt"): "its sequence is --seq N (the prompt with --phase prefill, the tokens already in "
                              "the KV cache with --phase decode); a request's prompt and output: "
                              "ironlaw serve SPEC --on HW --prompt N --output M",

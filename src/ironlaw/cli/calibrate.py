@@ -14,9 +14,9 @@ from .options import Format
 
 @app.command("calibrate", short_help="Fit GEMM and attention η on measured kernel tables.")
 def calibrate_cmd(
-    kernels: str = typer.Option(..., "--kernels", help="a folder of kernel tables (<gpu>/<family>/<framework>/"
-                                "<version>/<op>_perf.parquet|.csv, aiconfigurator-core's layout, or <op>_perf.csv "
-                                "files at any depth of your own folder) or one such file"),
+    kernels: str = typer.Option(..., "--kernels", help="a folder of kernel tables (aiconfigurator-core's layout, "
+                                "<gpu>/<family>/<framework>/<version>/ holding <op>_perf.parquet or .csv, or "
+                                "<op>_perf.csv files at any depth of your own folder) or one such file"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="catalog GPU or hardware .toml: whose tables to fit and "
                                       "the profile to start from (needed where the tables name a GPU the catalog lacks)"),
     framework: Optional[str] = typer.Option(None, "--framework",

@@ -11,6 +11,20 @@ from ..core.errors import IronlawError
 
 # help in click's plain layout (rich_markup_mode=None): it wraps at the terminal's width and never cuts an
 # option's name, where rich's panels cut "--no-sequence-parallel" to fit 80 columns
+def _whole_words() -> None:
+    """Help lines break at spaces only: click wraps help with textwrap, which also breaks inside a word at a
+    hyphen ('--kv-' / 'fraction', 'usd-per-' / 'million-tokens'), and an option's name or value so printed no
+    longer pastes."""
+    import click._textwrap as wrap
+
+    class WholeWords(wrap.TextWrapper):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "break_on_hyphens": False})
+    if wrap.TextWrapper.__name__ != "WholeWords":
+        wrap.TextWrapper = WholeWords
+
+
+_whole_words()
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="ironlaw: how long an ML workload takes on a piece of hardware, why, and what would help.\n\n"
                        "T ≈ D_vol/BW + O/(R_peak·η) + L_lat, per operator.")

@@ -99,7 +99,7 @@ def search(
     say_written(fmt, html=html)
 
 
-def _rows(res, slots: bool = True) -> tuple[list[str], list[list[str]]]:
+def _rows(res) -> tuple[list[str], list[list[str]]]:
     from ..core.units import fmt_num, fmt_size, fmt_time
     from ..report.search_report import layout, recompute_zero
     train = res.phase == "train"
@@ -118,15 +118,10 @@ def _rows(res, slots: bool = True) -> tuple[list[str], list[list[str]]]:
         t2 = fmt_time(e["time_s"]) if train or offline else fmt_time(e["ttft_s"])
         cost = [_usd(e.get("usd_per_million_output_tokens"))] if usd else []
         rows.append([str(e["rank"])] + ([e["hardware"]] if several else [])
-                    + [layout(e if slots else {**e, "redundant_experts": 0})] + extra
+                    + [layout(e)] + extra
                     + [fmt_num(e["tokens_per_s_per_gpu"]), t1, t2]
                     + (cost or [fmt_size(e["memory_per_gpu_bytes"]), e["bottleneck"]["resource"]]))
     return head, rows
-
-
-def _table_width(head: list[str], rows: list[list[str]]) -> int:
-    """The columns the ranked table takes: each column's widest cell, two spaces between columns and one after."""
-    return sum(max(len(r[i]) for r in [head] + rows) for i in range(len(head))) + 2 * len(head) - 1
 
 
 def rerun_lines(command: str, width: int) -> list[str]:
@@ -218,13 +213,10 @@ def show(res, fmt: str) -> None:
     from rich.table import Table
     c = console()
     c.print(title)
-    if slots and _table_width(head, rows) > c.width:      # the slots stay in the notes and the re-run
-        head, rows = _rows(res, slots=False)
-        slots = False
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     for h in head:
         t.add_column(h, justify="left" if h in ("layout", "binds", "rc/z", s.get("device_unit", "GPU")) else "right",
-                     no_wrap=True)
+                     no_wrap=h != "layout")         # a layout wider than the terminal wraps at a space
     for r in rows:
         t.add_row(*r)
     c.print(t)

@@ -12,7 +12,7 @@ import statistics
 from . import calibrate
 from ...machine.cache import CACHE_RESIDENT_FRACTION
 from ...core.errors import IronlawError
-from ...core.units import fmt
+from ...core.units import counted, fmt
 from .fitcore import Observation
 from ...core.gemmshape import GEMV_PASS_MAX
 from ...core.graph import Op, dtype_bytes
@@ -24,7 +24,7 @@ NO_FAST_PATH = 0.1        # a dtype below this fraction of the best dtype's peak
 
 def source(probe: dict, what: str) -> str:
     return (f"measured by probe on {probe['date']} ({probe['host']}, torch {probe['torch']}, "
-            f"{probe['threads']} threads): {what}")
+            f"{counted(probe['threads'], 'thread')}): {what}")
 
 
 LARGE_GEMM_FLOPS = 2e8      # shapes with at least this much work show the sustained rate
@@ -381,8 +381,8 @@ def profile(probe: dict, calibrate_fit: bool = True, strict: bool = True) -> dic
     unsteady = len(probe.get("checks", {}).get("refused", []))
     doc = {
         "schema": SCHEMA, "name": "local", "kind": kind,
-        "title": f"{probe['device']} on {probe['host']} ({probe['threads']} threads), probed {probe['date'][:10]}"
-                 + (f", unsteady: {unsteady} check(s) failed" if unsteady else ""),
+        "title": f"{probe['device']} on {probe['host']} ({counted(probe['threads'], 'thread')}), probed "
+                 f"{probe['date'][:10]}" + (f", unsteady: {unsteady} check(s) failed" if unsteady else ""),
         "compute": compute, "vector": _vector(probe), "memory": tiers,
         "latency": {"op_s": lat, "source": source(probe, what_lat)},
         "efficiency": {"matmul": round(min(statistics.median(gemm_eta), 1.0), 4), "other": 1.0, "memory": 1.0,

@@ -70,7 +70,7 @@ def run(spec: str, batch: int = 1, seq: int | None = None, phase: str | None = N
     cap = r.fake()
     meta = {"batch": r.batch, **r.meta, "spec": spec}
     graph = to_graph(cap, r.name, r.phase, "fp32", meta)
-    memory = measure.check_fits(r.name, graph.footprint, hw)
+    memory = measure.check_fits(f"{r.name} in {graph.dtype} (as validate runs it)", graph.footprint, hw)
     threads = measure.pin_threads(threads if threads is not None else _profile_threads(hw))
     before = _speed_now(hw)
     step = r.real()

@@ -88,7 +88,8 @@ def to_graph(cap, name: str, phase: str, dtype: str, meta: dict | None = None) -
     m = {"params": cap.params, "captured": True, "capture_device": cap.device, "views": views,
          "record_index": index, "forward_flops": fwd_flops,
          "model_flops": fwd_flops * (3.0 if phase == "train" else 1.0)}
-    if cap.notes or roles.notes:
-        m["notes"] = list(cap.notes) + roles.notes
+    notes = list(cap.notes) + roles.notes + list((meta or {}).get("notes", []))     # the caller's add to the capture's
     m.update(meta or {})
+    if notes:
+        m["notes"] = notes
     return Graph(name, phase, dtype, ops, footprint=dict(cap.footprint), meta=m, uncounted_ops=dict(uncounted))

@@ -11,7 +11,10 @@ tensors of the target device:
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+from contextlib import contextmanager
 from pathlib import Path
 
 from ...core.errors import IronlawError, unknown
@@ -80,11 +83,6 @@ def build_model(cfg, dtype: str):
 def build(path: str, req):
     """Graph of the HF model whose config is at ``path`` (see the module doc for the phases)."""
     import numpy as np
-    import torch
-
-    from . import recorder
-    from .graph import to_graph
-
     for what, v in (("batch", req.batch), ("seq", req.seq)):
         if v is not None and np.ndim(v) > 0:
             raise IronlawError(f"hf capture records one configuration; give one --{what}, not an array")
@@ -96,7 +94,20 @@ def build(path: str, req):
     dtype = req.dtype or "bf16"
     if dtype not in DTYPE_BYTES:
         raise unknown("dtype", dtype, DTYPE_BYTES)
-    model = build_model(cfg, dtype)
+    with transformers_said() as said:
+        model = build_model(cfg, dtype)
+        g = _capture(model, cfg, path, req, dtype)
+    if said:
+        g.meta["notes"] = list(g.meta.get("notes", [])) + said
+    return g
+
+
+def _capture(model, cfg, path: str, req, dtype: str):
+    """The graph of one step of ``model`` (``build``'s phases)."""
+    import torch
+
+    from . import recorder
+    from .graph import to_graph
     batch = int(req.batch)
     text = getattr(cfg, "vocab_size", None) is not None
     causal = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel"))
@@ -153,6 +164,35 @@ def build(path: str, req):
                            device=device, prefill_kwargs=prefill, fake_mode=fake_mode)
     name = f"hf:{Path(path).parent.name if Path(path).name == 'config.json' else Path(path).stem}"
     return to_graph(cap, name, phase, dtype, meta)
+
+
+FALLBACK = re.compile(r"`([^`]+)` is falling back to its reference PyTorch implementation because `([^`]+)`")
+
+
+@contextmanager
+def transformers_said():
+    """transformers' warnings while it builds and runs the model, gathered as the graph's notes in place of its
+    own stderr lines (over 80 columns, one per kernel): each kernel it ran as its reference PyTorch code for want
+    of a fused package (``integrations/hub_kernels.py``: Qwen3-Next's gated delta rule without
+    flash-linear-attention) in one note, since the graph then holds that code's ops; any other warning as said."""
+    said: list[str] = []
+
+    class Gather(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+    log = logging.getLogger("transformers")
+    saved, log.handlers = log.handlers, [Gather(logging.WARNING)]
+    try:
+        yield said
+    finally:
+        log.handlers = saved
+        fallbacks = [m for m in (FALLBACK.search(s) for s in said) if m]
+        others = [s for s in said if not FALLBACK.search(s)]
+        packages = ", ".join(dict.fromkeys(m.group(2) for m in fallbacks))
+        said[:] = others + ([f"transformers ran the reference PyTorch code of "
+                             f"{', '.join(dict.fromkeys(m.group(1) for m in fallbacks))} ({packages} not installed "
+                             f"or not for this device): the graph holds that code's ops, not the fused kernels'"]
+                            if fallbacks else [])
 
 
 def accepts(model, name: str) -> bool:

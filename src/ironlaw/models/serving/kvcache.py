@@ -60,12 +60,20 @@ def storable(hw) -> tuple[str, ...]:
     return tuple(d for d in KV_DTYPES if d not in NEEDS_DEVICE or d in hw.peak_flops)
 
 
+# the engines' own names of an FP8 KV cache (vLLM's and SGLang's --kv-cache-dtype choices), one byte an element
+FP8_FORMATS = ("fp8_e4m3", "fp8_e5m2")
+
+
 def check(kv_dtype: str | None, hw) -> None:
     """``--kv-dtype`` refused (one line, exit 2) when no engine stores a KV cache in it on ``hw``; None (the
-    checkpoint's default) passes."""
+    checkpoint's default) passes. vLLM's and SGLang's FP8 formats (``FP8_FORMATS``) name --kv-dtype fp8, which
+    prices either."""
     if kv_dtype is None:
         return
     can = ", ".join(storable(hw))
+    if kv_dtype in FP8_FORMATS:
+        raise IronlawError(f"--kv-dtype {kv_dtype}: vLLM's and SGLang's name of an FP8 KV cache (--kv-cache-dtype); "
+                           f"ironlaw prices either format as --kv-dtype fp8 (one byte an element)")
     if kv_dtype not in KV_DTYPES:
         raise IronlawError(f"--kv-dtype {kv_dtype}: no serving engine ironlaw models (TensorRT-LLM, vLLM, SGLang) "
                            f"stores a KV cache in {kv_dtype}; on {hw.name} it can be {can}")

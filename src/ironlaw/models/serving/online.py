@@ -220,9 +220,9 @@ def ttft_why(est: ServeEstimate) -> str:
                 f"alone in one step) + the decode step in flight {t(est.decode_step_s)}, which the new request waits "
                 f"for")
     n = math.ceil(est.prompt / est.chunk)
+    chunks = "in one chunk" if n == 1 else f"in chunks of {fmt_num(est.chunk)}"
     return (f"TTFT {t(est.ttft_s)} = {fmt_num(n)} mixed step{'s' if n != 1 else ''} of {t(est.mixed_step_s)}, the "
-            f"prompt's {fmt_num(est.prompt)} tokens {fmt_num(min(est.chunk, est.prompt))} per step beside the decode "
-            f"batch")
+            f"prompt's {fmt_num(est.prompt)} tokens {chunks} beside the decode batch")
 
 
 def _host(est) -> dict:

@@ -116,12 +116,25 @@ class Comparison:
         if _sparse_on_vector(self.after):
             parts.append("sparse kernels run on the vector unit, not the tensor cores")
         if not parts:
-            text = "the terms barely change"
+            text = self._same_work()
         elif len(parts) == 2:
             text = " while ".join(parts)
         else:
             text = ", ".join(parts)
         return "; ".join([text] + notes)
+
+    def _same_work(self) -> str:
+        """Where D_vol, O and the launches stay: the terms that move (another device's rates, another
+        calibration), 'data ×0.58, compute ×0.02, latency ×0.86 (the same D_vol, O and launches)', or that none
+        does."""
+        moved = []
+        for key, name in zip(TERMS, ("data", "compute", "latency", "network")):
+            b, a = float(self.before.term(key)), float(self.after.term(key))
+            if b > 0 and abs(a / b - 1.0) >= TOL:
+                moved.append(f"{name} ×{a / b:.2g}")
+        if not moved:
+            return "the terms barely change"
+        return ", ".join(moved) + " (the same D_vol, O and launches)"
 
     def to_dict(self) -> dict:
         bd, ad = self.before.to_dict(), self.after.to_dict()

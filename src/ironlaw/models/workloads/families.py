@@ -38,8 +38,9 @@
                             every linear, GELU MLP (not gated), untied head with a bias
     gpt2                    decoder, LayerNorm, learned positions, fused QKV with bias, GELU-tanh MLP
     bert                    encoder (post-norm), learned positions and token types, GELU MLP, pooler
-Multimodal configs (llama4, gemma3) nest the text model under ``text_config``; their vision towers are
-not modelled.
+Multimodal configs (llama4, gemma3) nest the text model under ``text_config``; Qwen2-VL and Qwen2.5-VL
+(qwen2_vl, qwen2_5_vl: the qwen2 layout) keep it at the top level or, as transformers 5 writes them, under
+``text_config``. Their vision towers are not modelled.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from .hfconfig import MLA, Arch, Unsupported, context_tokens, exact_div, Fields,
 
 FAMILIES: dict[str, Callable[[Fields, str, str], Arch]] = {}
 NESTED = ("llama4", "gemma3")                   # multimodal wrappers: the text model is under text_config
+QWEN_VL = ("qwen2_vl", "qwen2_5_vl")            # the text model at the top level, or under text_config
 ACTS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_new", "gelu_new": "gelu_new", "gelu": "gelu",
         "gelu_fast": "gelu_new"}            # gelu_fast: the tanh approximation (transformers' FastGELUActivation)
 WINDOW, GLOBAL = "sliding_attention", "full_attention"
@@ -73,6 +75,8 @@ def family(*model_types: str):
 
 def text_config(cfg: dict, mt: str, where: str) -> dict:
     """The dict that holds the language model's fields (``text_config`` of a multimodal wrapper)."""
+    if mt in QWEN_VL:
+        return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
     if mt not in NESTED:
         return cfg
     tc = cfg.get("text_config")
@@ -128,11 +132,12 @@ def _spans(f: Fields, layers: int, window: int, default_global) -> tuple:
 
 
 # ---------------------------------------------------------------------- the families
-@family("llama", "mistral", "qwen2", "mixtral", "phi3")
+@family("llama", "mistral", "qwen2", "mixtral", "phi3", *QWEN_VL)
 def _llama(f: Fields, mt: str, name: str) -> Arch:
     d = _decoder(f, mt, name)
-    d.update(qkv_bias=d["qkv_bias"] or mt == "qwen2", mlp_bias=f.bool("mlp_bias", False),
-             sliding_window=f.int("sliding_window", None) if f.bool("use_sliding_window", mt != "qwen2") else None)
+    qwen = mt in ("qwen2", *QWEN_VL)
+    d.update(qkv_bias=d["qkv_bias"] or qwen, mlp_bias=f.bool("mlp_bias", False),
+             sliding_window=f.int("sliding_window", None) if f.bool("use_sliding_window", not qwen) else None)
     if mt == "mixtral":
         d.update(_routed(f, "num_local_experts"))
     return Arch(**d)

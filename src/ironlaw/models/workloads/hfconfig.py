@@ -28,7 +28,8 @@ ARCH_PREFIXES = (("qwen3moe", "qwen3_moe"), ("qwen2moe", "qwen2_moe"), ("gptneox
                  ("olmo", "olmo"), ("qwen3", "qwen3"), ("deepseekv3", "deepseek_v3"),
                  ("deepseekv2", "deepseek_v2"), ("gptoss", "gpt_oss"), ("llama4", "llama4"), ("gemma3", "gemma3"),
                  ("gemma2", "gemma2"), ("gemmafor", "gemma"), ("phi3", "phi3"), ("phifor", "phi"),
-                 ("mixtral", "mixtral"), ("mistral", "mistral"), ("qwen2", "qwen2"), ("llama", "llama"),
+                 ("mixtral", "mixtral"), ("mistral", "mistral"), ("qwen2_5_vl", "qwen2_5_vl"), ("qwen2_vl", "qwen2_vl"),
+                 ("qwen2", "qwen2"), ("llama", "llama"),
                  ("gpt2", "gpt2"), ("bert", "bert"))
 
 

@@ -445,7 +445,7 @@ def in_checkpoint_format(req: Request, cfg: dict, where: str, build_graph) -> Gr
     asked = checkpoint_request(req, cfg, where)
     g = build_graph(asked)
     if asked.dtype != req.dtype:
-        g.meta["dtype_source"] = f"{g.name}'s checkpoint ({where}: quantization_config)"
+        g.meta["dtype_source"] = f"{_checkpoint(g.name, where)}: quantization_config)"
     fmt = hfconfig.weight_format(cfg)
     if fmt and g.dtype == "fp8":
         g.meta["weight_format"] = fmt
@@ -454,9 +454,15 @@ def in_checkpoint_format(req: Request, cfg: dict, where: str, build_graph) -> Gr
         g.meta.update(expert_weight_dtype=weight_dtype_of_experts(g),
                       expert_weight_source=f"--dtype {req.dtype}; the checkpoint stores them in {experts}")
     elif experts and g.phase != "train":
-        g = with_checkpoint_experts(g, experts, f"{g.name}'s checkpoint ({where}: quantization_config "
+        g = with_checkpoint_experts(g, experts, f"{_checkpoint(g.name, where)}: quantization_config "
                                                 f"quant_method {experts})")
     return g
+
+
+def _checkpoint(name: str, where: str) -> str:
+    """'gpt-oss-20b's checkpoint (built-in config gpt-oss-20b.json', or for a config file given by its path
+    ('hf:PATH', whose name is that path) 'the checkpoint (PATH', the path said once."""
+    return f"the checkpoint ({where}" if where in name else f"{name}'s checkpoint ({where}"
 
 
 def weight_dtype_of_experts(g: Graph) -> str:
@@ -500,8 +506,8 @@ for _n, _d in BUILTIN_NAMES.items():
 
 
 @prefix("hf", "hf:path/to/config.json — a Hugging Face config (llama, mistral, qwen2, phi, phi3, mixtral, "
-              "qwen3, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, llama4, gemma, gemma2, gemma3, "
-              "gpt_neox, olmo, olmo2, gpt2, bert analytic; others "
+              "qwen2_vl, qwen2_5_vl (their language models), qwen3, qwen2_moe, qwen3_moe, deepseek_v2, "
+              "deepseek_v3, gpt_oss, llama4, gemma, gemma2, gemma3, gpt_neox, olmo, olmo2, gpt2, bert analytic; others "
               "captured with torch); "
               "an FP8 checkpoint's quantization_config sets the default --dtype for inference")
 def hf(arg: str, req: Request) -> Graph:

@@ -13,6 +13,7 @@ class Setup:
     dtype: str | None = None
     kv_dtype: str | None = None
     tp: int = 1
+    chunk: int | None = None      # --chunk as given (None: none given, the engine may chunk on its own)
 
 
 def graph(spec: str, hw, phase: str, batch, seq, s: Setup):
@@ -33,6 +34,12 @@ def mean_context(base) -> int:
     return int(round(base.prompt + base.output / 2.0))
 
 
-def no_chunk(base, feature: str) -> None:
+def no_chunk(base, feature: str, s: Setup) -> None:
+    """``feature`` prices prompts prefilled apart: refused where ``base`` chunks them, naming the --chunk given or,
+    given none, the engine whose scheduler chunks on its own (vLLM's mixed steps) and the ones that do not."""
+    if s.chunk is not None:
+        raise IronlawError(f"{feature} is modelled without chunked prefill; drop --chunk {s.chunk}")
     if base.chunk is not None:
-        raise IronlawError(f"{feature} is modelled without chunked prefill; drop --chunk")
+        raise IronlawError(f"{feature} is modelled without chunked prefill, which the engine's scheduler runs on "
+                           f"every prompt (vLLM V1: always on, {base.chunk:,} prompt tokens a mixed step); "
+                           f"--engine trtllm or sglang prefill prompts apart")

@@ -95,7 +95,7 @@ class Frontier:
 def run(est, kw: dict, f: Features) -> Serving:
     """The Serving of every feature asked for, around the ServeEstimate ``est`` made with ``kw``."""
     from . import common, energy, prefix
-    s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1))
+    s = common.Setup(kw.get("dtype"), kw.get("kv_dtype"), kw.get("tp", 1), kw.get("chunk"))
     devices = s.tp
     en = _energy(est, f, devices)
     doc: dict = {"energy": energy.of_serving(est, **en) if en else None}

@@ -47,7 +47,7 @@ def prefill_graph(spec: str, hw, prompt: int, hit: float, s: common.Setup):
 def estimate(base, hit: float, s: common.Setup, energy: dict | None = None) -> dict:
     """Serving ``base`` with ``hit`` of every prompt served from the prefix cache, the cached prefill priced as
     ``base`` priced its steps (``base.price``)."""
-    common.no_chunk(base, "--prefix-hit")
+    common.no_chunk(base, "--prefix-hit", s)
     g = prefill_graph(base.spec, base.hw, base.prompt, hit, s)
     pre, t_pre = base.price(g)
     b, out_tok = base.concurrency, base.output

@@ -172,7 +172,7 @@ def estimate(base, sp: Speculation, s: common.Setup, energy: dict | None = None)
     """Speculative decoding against the plain ServeEstimate ``base`` (made with the options in ``s``): the verify,
     draft and draft-prefill steps priced as ``base`` priced its own (``base.price``: the engine step model on a
     GPU, the device's calibration elsewhere)."""
-    common.no_chunk(base, "--speculative")
+    common.no_chunk(base, "--speculative", s)
     hw, b, k, ctx = base.hw, base.concurrency, sp.tokens, common.mean_context(base)
     ver, t_ver = base.price(verify_graph(base.spec, hw, b, ctx, k, s))
     target = common.graph(base.spec, hw, "decode", b, ctx, s)
