@@ -6,9 +6,10 @@ Per device, over one step of ``T`` seconds:
         memory tier (its ``data_tier_s``) and the links (``network_s``). Fixed per-op latency is not
         work: a latency-bound step has small u.
     P = idle_w + max over r of (P_r − idle_w) · u_r      watts ([power] of the hardware file)
-        P_r: the board power with r working flat out — ``memory_w`` for the device memory tier where the
-        hardware file states it (an HBM-saturating copy draws less than a tensor-core-bound GEMM: 469 W
-        against 692 W on an H200, benchmarks/gpu_power_kernels.py), else ``tdp_w``. The binding resource
+        P_r: the board power with r working flat out — ``memory_w`` for the device memory tier and
+        ``compute_w`` for the compute units where the hardware file states them (an HBM-saturating copy draws
+        less than a tensor-core-bound GEMM: 469 W against 692 W on an H200, benchmarks/gpu_power_kernels.py;
+        B200's both fitted on NVIDIA's measured kernel power, benchmarks/kernel_power.py), else ``tdp_w``. The binding resource
         is the one that draws the most; ``u`` is its busy share.
     E = P · T                                            joules
 Over ``devices`` devices and ``units`` output tokens (or samples) the step took:
@@ -74,10 +75,13 @@ def of(est, time_s=None) -> np.ndarray:
 
 def dynamic_w(hw, resource: str) -> float:
     """Board power above idle of one device with ``resource`` (a ``busy_s`` key) working flat out: the device
-    memory tier's ``memory_w`` where the hardware file states it, else ``tdp_w``."""
+    memory tier's ``memory_w`` and the compute units' ``compute_w`` where the hardware file states them, else
+    ``tdp_w``."""
     check_power(hw)
     if hw.memory_w is not None and resource == f"bandwidth:{hw.memory[hw.device_tier].name}":
         return hw.memory_w - hw.idle_w
+    if hw.compute_w is not None and resource == "compute":
+        return hw.compute_w - hw.idle_w
     return hw.tdp_w - hw.idle_w
 
 
@@ -146,7 +150,8 @@ def step(est, devices: int = 1, time_s=None) -> dict:
             "time_s": t, "joules": p * t * devices, "idle_w": est.hw.idle_w, "tdp_w": est.hw.tdp_w,
             "utilization_definition": UTILIZATION_DEFINITION,
             "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", ""),
-            "memory_w": est.hw.memory_w, "memory_source": est.hw.sources.get("power.memory", "")}
+            "memory_w": est.hw.memory_w, "memory_source": est.hw.sources.get("power.memory", ""),
+            "compute_w": est.hw.compute_w, "compute_source": est.hw.sources.get("power.compute", "")}
 
 
 def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: float | None = None,
