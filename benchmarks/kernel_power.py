@@ -38,7 +38,9 @@ def tables(data: Path) -> list:
     for op in POWER_TABLES:
         path = root / "attention" / FRAMEWORK / VERSION / f"{op}_perf.parquet"
         if not path.is_file():
-            raise SystemExit(f"kernel_power: {path} not found; --data names aiconfigurator-core 0.12.0's systems/data")
+            print(f"kernel_power: {path} not found; --data names aiconfigurator-core 0.12.0's systems/data",
+                  file=sys.stderr)
+            raise SystemExit(2)
         out += [replace(t, path=str(path.relative_to(data)))
                 for t in kerneltable.read(path, ops=(op,), gpu=GPU, framework=FRAMEWORK)]
     return out
@@ -75,6 +77,25 @@ def write_power(path: Path, block: dict) -> None:
     path.write_text(new, encoding="utf-8")
 
 
+def moe_lines(data: Path) -> list[str]:
+    """The fused-MoE table's full-second rows, not scored (module docstring): their count, and per weight dtype the
+    median power of the balanced rows at 16 tokens or fewer (the experts' weights streaming from HBM) and above."""
+    import pandas as pd
+    from ironlaw.measure.calibrate.powerfit import meaningful
+    path = data / FOLDER / "moe" / FRAMEWORK / VERSION / "moe_perf.parquet"
+    if not path.is_file():
+        return [f"{path}: not found; the fused-MoE rows are not shown"]
+    rows = pd.read_parquet(path)
+    rows = rows[meaningful(rows["latency"].to_numpy(float) * 1e-3)]
+    out = [f"fused-MoE rows replaying a full second (not scored): {len(rows)}, median {rows['power'].median():.0f} W"]
+    bal = rows[rows["distribution"] == "balanced"]
+    for dt, r in bal.groupby("moe_dtype", sort=True):
+        few = r[r["num_tokens"] <= 16]["power"]
+        out.append(f"  {dt:<12} balanced, <= 16 tokens: {len(few)} rows, median {few.median():.0f} W; "
+                   f"> 16 tokens: median {r[r['num_tokens'] > 16]['power'].median():.0f} W")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="aiconfigurator-core 0.12.0's aiconfigurator_core/systems/data")
@@ -102,6 +123,8 @@ def main() -> int:
                 f"{'':<16} {100 * f.median_abs_err:5.1f}% / {100 * f.p90_abs_err:5.1f}%")
         if stored:
             line += f"      {100 * stored[i].median_abs_err:5.1f}% / {100 * stored[i].p90_abs_err:5.1f}%"
+        print(line)
+    for line in moe_lines(data):
         print(line)
     if a.write:
         used = {t: int((rows.table == t).sum()) for t in powerfit.POWER_TABLES}

@@ -85,6 +85,15 @@ def dynamic_w(hw, resource: str) -> float:
     return hw.tdp_w - hw.idle_w
 
 
+def full_load_source(hw, resource: str) -> str:
+    """Where ``dynamic_w``'s full-load power of ``resource`` comes from (the hardware file's source text)."""
+    if hw.memory_w is not None and resource == f"bandwidth:{hw.memory[hw.device_tier].name}":
+        return hw.sources.get("power.memory", "")
+    if hw.compute_w is not None and resource == "compute":
+        return hw.sources.get("power.compute", "")
+    return hw.sources.get("power", "")
+
+
 def drawn(hw, busy: dict, time_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(board power W, u, binding resource) per configuration of one device whose resources work ``busy``
     seconds (``busy_s``) in ``time_s``: idle_w + the largest of dynamic_w(r) · u_r."""
@@ -147,6 +156,7 @@ def step(est, devices: int = 1, time_s=None) -> dict:
     p, u, binding = float(p), float(u), str(binding)
     return {"utilization": u, "binding": binding, "power_w_per_device": p, "devices": devices,
             "binding_dynamic_w": dynamic_w(est.hw, str(binding)),
+            "binding_source": full_load_source(est.hw, str(binding)),
             "time_s": t, "joules": p * t * devices, "idle_w": est.hw.idle_w, "tdp_w": est.hw.tdp_w,
             "utilization_definition": UTILIZATION_DEFINITION,
             "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", ""),
@@ -184,6 +194,12 @@ def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: flo
     return d
 
 
+def _kind(source: str) -> str:
+    """' (measured)', ' (datasheet)', …: the kind of number a full-load power is, from its source's prefix."""
+    kind = source.split(":", 1)[0].strip() if ":" in source else ""
+    return f" ({kind})" if kind else ""
+
+
 def line(d: dict | None, hw_name: str) -> str:
     """One sentence for text reports."""
     from ..core.units import fmt_num
@@ -193,7 +209,7 @@ def line(d: dict | None, hw_name: str) -> str:
     usd = d[f"usd_per_million_{unit}s"]
     each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
     return (f"energy per step: {fmt_num(d['joules'])} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
-            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W × utilization {d['utilization']:.2f} of "
+            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W{_kind(d.get('binding_source', ''))} × utilization {d['utilization']:.2f} of "
             f"{d['binding']}) = "
             f"{fmt_num(d[f'joules_per_{unit}'])} J per {unit}"
             + (f", ${fmt_num(usd)} per million {unit}s" if usd is not None else "")

@@ -79,8 +79,10 @@ def power_rows(hw, cal: dict, groups: list) -> PowerRows:
     for g in groups:
         if "power" not in g.rows.columns:
             raise IronlawError(f"{g.table.path}: the table has no power column (measured board power)")
-        fit_rows, _ = split(g.rows, g.op)
-        rows = g.rows[meaningful(g.rows["latency_s"].to_numpy())]
+        every = g.rows.reset_index(drop=True)
+        on_fit = np.isin(np.arange(len(every)), split(every, g.op)[0].index)
+        keep = meaningful(every["latency_s"].to_numpy())
+        rows = every[keep]
         if not len(rows):
             continue
         h = replayed_hw(g, hw)
@@ -89,7 +91,7 @@ def power_rows(hw, cal: dict, groups: list) -> PowerRows:
         parts.append((np.full(len(rows), g.op, dtype=object), rows["power"].to_numpy(float),
                       np.asarray(est.compute_s, float).reshape(-1),
                       np.asarray(est.data_tier_s, float)[h.device_tier].reshape(-1),
-                      np.asarray(est.op_time_s, float).reshape(-1), rows.index.isin(fit_rows.index)))
+                      np.asarray(est.op_time_s, float).reshape(-1), on_fit[keep]))
     if not parts:
         raise IronlawError("power fit: no row of the tables replays for a full NVML averaging period")
     return PowerRows(*(np.concatenate(c) for c in zip(*parts)))
