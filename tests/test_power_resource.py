@@ -100,3 +100,13 @@ def test_a_nonsense_compute_power_is_refused_naming_the_field(tmp_path, extra, w
     p.write_text(text)
     with pytest.raises(IronlawError, match=words):
         hardware.get(str(p))
+
+
+def test_the_energy_line_says_whether_the_binding_full_load_power_is_measured():
+    def text(spec, gpu):
+        hw = hardware.get(gpu)
+        est = law.predict(workloads.resolve(workloads.Request(spec, dtype="bf16")), hw)
+        return power.line(power.of_estimate(est), hw.name)
+    assert "785 W (measured) × utilization" in text("gemm:8192,8192,8192", "b200")
+    assert "(measured) × utilization" in text("gemm:1,8192,8192", "h200")
+    assert "580 W (datasheet) × utilization" in text("gemm:8192,8192,8192", "h100")

@@ -9,8 +9,8 @@ Per device, over one step of ``T`` seconds:
         P_r: the board power with r working flat out — ``memory_w`` for the device memory tier and
         ``compute_w`` for the compute units where the hardware file states them (an HBM-saturating copy draws
         less than a tensor-core-bound GEMM: 469 W against 692 W on an H200, benchmarks/gpu_power_kernels.py;
-        B200's both fitted on NVIDIA's measured kernel power, benchmarks/kernel_power.py), else ``tdp_w``. The binding resource
-        is the one that draws the most; ``u`` is its busy share.
+        B200's both fitted on NVIDIA's measured kernel power, benchmarks/kernel_power.py), else ``tdp_w``. The
+        binding resource is the one that draws the most; ``u`` is its busy share.
     E = P · T                                            joules
 Over ``devices`` devices and ``units`` output tokens (or samples) the step took:
     joules_per_unit       = devices · E / units
@@ -209,7 +209,8 @@ def line(d: dict | None, hw_name: str) -> str:
     usd = d[f"usd_per_million_{unit}s"]
     each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
     return (f"energy per step: {fmt_num(d['joules'])} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
-            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W{_kind(d.get('binding_source', ''))} × utilization {d['utilization']:.2f} of "
+            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W{_kind(d.get('binding_source', ''))} "
+            f"× utilization {d['utilization']:.2f} of "
             f"{d['binding']}) = "
             f"{fmt_num(d[f'joules_per_{unit}'])} J per {unit}"
             + (f", ${fmt_num(usd)} per million {unit}s" if usd is not None else "")
