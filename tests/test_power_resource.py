@@ -66,3 +66,47 @@ def test_a_nonsense_memory_power_is_refused_naming_the_field(tmp_path, extra, wo
     p.write_text(text)
     with pytest.raises(IronlawError, match=words):
         hardware.get(str(p))
+
+
+def test_b200_prices_an_hbm_bound_step_below_a_gemm_with_its_fitted_full_load_powers():
+    """B200's compute_w and memory_w are fitted on NVIDIA's measured kernel power (benchmarks/kernel_power.py): a
+    decode GEMV draws the memory's full-load power, a large GEMM the compute units', well below one TDP for both."""
+    hw = hardware.get("b200")
+    assert hw.compute_w is not None and hw.memory_w is not None
+    assert hw.sources["power.compute"].startswith("measured") and "kernel_power.py" in hw.sources["power.compute"]
+    assert hw.idle_w < hw.memory_w < hw.compute_w < hw.tdp_w
+    assert power.dynamic_w(hw, "compute") == pytest.approx(hw.compute_w - hw.idle_w)
+    gemm, gemv = _step("gemm:8192,8192,8192", hw), _step("gemm:1,8192,8192", hw)
+    assert gemm["binding"] == "compute" and gemv["binding"].startswith("bandwidth:")
+    assert gemm["power_w_per_device"] == pytest.approx(hw.idle_w + (hw.compute_w - hw.idle_w) * gemm["utilization"])
+    assert gemm["power_w_per_device"] <= hw.compute_w < hw.tdp_w
+    assert gemv["power_w_per_device"] <= hw.memory_w < 0.8 * gemm["power_w_per_device"]
+    assert gemm["compute_w"] == hw.compute_w and gemm["compute_source"] == hw.sources["power.compute"]
+
+
+def test_b200s_fit_is_not_carried_to_other_gpus():
+    for name in ("b300", "gb200", "h100"):
+        assert hardware.get(name).compute_w is None, name
+
+
+@pytest.mark.parametrize("extra, words", [
+    ('compute_w = 100\ncompute_source = "measured: x"\n', "compute_w must be above idle_w"),
+    ('compute_w = 800\ncompute_source = "measured: x"\n', "compute_w"),
+    ('compute_w = 400\n', "compute_source"),
+])
+def test_a_nonsense_compute_power_is_refused_naming_the_field(tmp_path, extra, words):
+    text = (Path(hardware.CATALOG_DIR) / "h200.toml").read_text().replace("[efficiency]", extra + "\n[efficiency]", 1)
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(IronlawError, match=words):
+        hardware.get(str(p))
+
+
+def test_the_energy_line_says_whether_the_binding_full_load_power_is_measured():
+    def text(spec, gpu):
+        hw = hardware.get(gpu)
+        est = law.predict(workloads.resolve(workloads.Request(spec, dtype="bf16")), hw)
+        return power.line(power.of_estimate(est), hw.name)
+    assert "785 W (measured) × utilization" in text("gemm:8192,8192,8192", "b200")
+    assert "(measured) × utilization" in text("gemm:1,8192,8192", "h200")
+    assert "580 W (datasheet) × utilization" in text("gemm:8192,8192,8192", "h100")

@@ -100,7 +100,8 @@ def _parts(d) -> list:
         parts.append(f"host: {h.cpu}; {fmt_time(h.op_s)} per eager op, {fmt_time(h.module_s)} more per Transformer "
                      f"Engine module, {fmt_time(h.sync_s)} per device→host sync — {h.source}")
     for w, label, key in ((d.tdp_w, "TDP", "power"), (d.idle_w, "idle", "power.idle"),
-                          (d.memory_w, "device memory flat out", "power.memory")):
+                          (d.memory_w, "device memory flat out", "power.memory"),
+                          (d.compute_w, "compute units flat out", "power.compute")):
         if w is not None and (w or key != "power"):
             parts.append(f"{label}: {w:g} W — {d.sources[key]}")
     return parts

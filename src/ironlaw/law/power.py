@@ -6,10 +6,11 @@ Per device, over one step of ``T`` seconds:
         memory tier (its ``data_tier_s``) and the links (``network_s``). Fixed per-op latency is not
         work: a latency-bound step has small u.
     P = idle_w + max over r of (P_r − idle_w) · u_r      watts ([power] of the hardware file)
-        P_r: the board power with r working flat out — ``memory_w`` for the device memory tier where the
-        hardware file states it (an HBM-saturating copy draws less than a tensor-core-bound GEMM: 469 W
-        against 692 W on an H200, benchmarks/gpu_power_kernels.py), else ``tdp_w``. The binding resource
-        is the one that draws the most; ``u`` is its busy share.
+        P_r: the board power with r working flat out — ``memory_w`` for the device memory tier and
+        ``compute_w`` for the compute units where the hardware file states them (an HBM-saturating copy draws
+        less than a tensor-core-bound GEMM: 469 W against 692 W on an H200, benchmarks/gpu_power_kernels.py;
+        B200's both fitted on NVIDIA's measured kernel power, benchmarks/kernel_power.py), else ``tdp_w``. The
+        binding resource is the one that draws the most; ``u`` is its busy share.
     E = P · T                                            joules
 Over ``devices`` devices and ``units`` output tokens (or samples) the step took:
     joules_per_unit       = devices · E / units
@@ -74,11 +75,23 @@ def of(est, time_s=None) -> np.ndarray:
 
 def dynamic_w(hw, resource: str) -> float:
     """Board power above idle of one device with ``resource`` (a ``busy_s`` key) working flat out: the device
-    memory tier's ``memory_w`` where the hardware file states it, else ``tdp_w``."""
+    memory tier's ``memory_w`` and the compute units' ``compute_w`` where the hardware file states them, else
+    ``tdp_w``."""
     check_power(hw)
     if hw.memory_w is not None and resource == f"bandwidth:{hw.memory[hw.device_tier].name}":
         return hw.memory_w - hw.idle_w
+    if hw.compute_w is not None and resource == "compute":
+        return hw.compute_w - hw.idle_w
     return hw.tdp_w - hw.idle_w
+
+
+def full_load_source(hw, resource: str) -> str:
+    """Where ``dynamic_w``'s full-load power of ``resource`` comes from (the hardware file's source text)."""
+    if hw.memory_w is not None and resource == f"bandwidth:{hw.memory[hw.device_tier].name}":
+        return hw.sources.get("power.memory", "")
+    if hw.compute_w is not None and resource == "compute":
+        return hw.sources.get("power.compute", "")
+    return hw.sources.get("power", "")
 
 
 def drawn(hw, busy: dict, time_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -143,10 +156,12 @@ def step(est, devices: int = 1, time_s=None) -> dict:
     p, u, binding = float(p), float(u), str(binding)
     return {"utilization": u, "binding": binding, "power_w_per_device": p, "devices": devices,
             "binding_dynamic_w": dynamic_w(est.hw, str(binding)),
+            "binding_source": full_load_source(est.hw, str(binding)),
             "time_s": t, "joules": p * t * devices, "idle_w": est.hw.idle_w, "tdp_w": est.hw.tdp_w,
             "utilization_definition": UTILIZATION_DEFINITION,
             "idle_source": est.hw.sources.get("power.idle", ""), "tdp_source": est.hw.sources.get("power", ""),
-            "memory_w": est.hw.memory_w, "memory_source": est.hw.sources.get("power.memory", "")}
+            "memory_w": est.hw.memory_w, "memory_source": est.hw.sources.get("power.memory", ""),
+            "compute_w": est.hw.compute_w, "compute_source": est.hw.sources.get("power.compute", "")}
 
 
 def per_unit(hw, joules, seconds, units, devices: int = 1, usd_per_device_hour: float | None = None,
@@ -179,6 +194,12 @@ def of_estimate(est, usd_per_device_hour: float | None = None, gco2_per_kwh: flo
     return d
 
 
+def _kind(source: str) -> str:
+    """' (measured)', ' (datasheet)', …: the kind of number a full-load power is, from its source's prefix."""
+    kind = source.split(":", 1)[0].strip() if ":" in source else ""
+    return f" ({kind})" if kind else ""
+
+
 def line(d: dict | None, hw_name: str) -> str:
     """One sentence for text reports."""
     from ..core.units import fmt_num
@@ -188,7 +209,8 @@ def line(d: dict | None, hw_name: str) -> str:
     usd = d[f"usd_per_million_{unit}s"]
     each = f" each on {d['devices']:,} devices" if d.get("devices", 1) > 1 else ""
     return (f"energy per step: {fmt_num(d['joules'])} J at {d['power_w_per_device']:.0f} W{each} (idle {d['idle_w']:g} W + "
-            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W × utilization {d['utilization']:.2f} of "
+            f"{d.get('binding_dynamic_w', d['tdp_w'] - d['idle_w']):g} W{_kind(d.get('binding_source', ''))} "
+            f"× utilization {d['utilization']:.2f} of "
             f"{d['binding']}) = "
             f"{fmt_num(d[f'joules_per_{unit}'])} J per {unit}"
             + (f", ${fmt_num(usd)} per million {unit}s" if usd is not None else "")

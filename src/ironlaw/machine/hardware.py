@@ -46,6 +46,8 @@ File format (``schema = "ironlaw.hardware/1"``)::
     idle_source = "estimate: …"
     memory_w = 470                     # optional (with idle_w): board power while device memory streams flat
     memory_source = "measured: …"      # out and nothing else works (default: tdp_w)
+    compute_w = 650                    # optional (with idle_w): board power with the compute units flat out
+    compute_source = "measured: …"     # (default: tdp_w)
     [efficiency]                       # fractions of peak reached by real kernels
     matmul = 0.7                       # keys: op kinds (see graph.KINDS), 'other', 'memory'
     memory = 0.8
@@ -140,6 +142,7 @@ class Hardware:
     tdp_w: float | None = None
     idle_w: float | None = None           # [power] idle_w: drawn with nothing to do (ironlaw.law.power)
     memory_w: float | None = None         # [power] memory_w: drawn streaming device memory flat out (else tdp_w)
+    compute_w: float | None = None        # [power] compute_w: drawn with the compute units flat out (else tdp_w)
     features: dict[str, bool] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     path: str = ""
@@ -223,6 +226,7 @@ class Hardware:
             "tdp_w": self.tdp_w,
             "idle_w": self.idle_w,
             "memory_w": self.memory_w,
+            "compute_w": self.compute_w,
             "efficiency": dict(self.efficiency),
             "efficiency_source": self.sources["efficiency"],
             "features": dict(self.features),
@@ -324,13 +328,14 @@ def parse_hardware(data: dict, where: str) -> Hardware:
     op_latency = lat.qty("op_s", "s", upper=1.0)
     sources["latency"] = lat.source()
     links = _links(top, where)
-    tdp, idle, memory_w = _power(top, where, sources)
+    tdp, idle, memory_w, compute_w = _power(top, where, sources)
     eff = _efficiency(top, where, sources)
     feats = _features(top, where, sources)
     extra, cal = _measured(data, where)
     return Hardware(name=name, title=top.text("title"), kind=kind, peak_flops=peaks, vector_flops=vector,
                     memory=tuple(tiers), op_latency_s=op_latency, efficiency=eff, sources=sources,
-                    links=tuple(links), tdp_w=tdp, idle_w=idle, memory_w=memory_w, features=feats, aliases=tuple(aliases), path=where,
+                    links=tuple(links), tdp_w=tdp, idle_w=idle, memory_w=memory_w,
+                    compute_w=compute_w, features=feats, aliases=tuple(aliases), path=where,
                     extra=extra, calibration=cal, sms=sms, vendor=top.text("vendor") if "vendor" in data else "")
 
 
@@ -468,29 +473,37 @@ def _measured(data: dict, where: str) -> tuple[dict, Calibration | None]:
     return extra, cal
 
 
-def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None, float | None]:
-    """[power]: tdp_w and its source; idle_w (below tdp_w) with its own idle_source when given; memory_w
-    (between idle_w and tdp_w) with its own memory_source when given."""
+def _power(top: _Table, where: str, sources: dict) -> tuple[float | None, float | None, float | None, float | None]:
+    """[power]: tdp_w and its source; idle_w (below tdp_w) with its own idle_source when given; memory_w and
+    compute_w (each between idle_w and tdp_w) with their own memory_source and compute_source when given."""
     if "power" not in top.data:
-        return None, None, None
+        return None, None, None, None
     p = _Table(top.get("power"), f"{where}.power", ("tdp_w", "source", "idle_w", "idle_source", "memory_w",
-                                                    "memory_source"))
+                                                    "memory_source", "compute_w", "compute_source"))
     tdp = p.qty("tdp_w", "W", upper=1e6)
     sources["power"] = p.source()
     if "idle_w" not in p.data:
-        if "memory_w" in p.data:
-            raise IronlawError(f"{where}.power.memory_w needs idle_w: it is the board power above idle that "
-                               f"streaming device memory adds")
-        return tdp, None, None
+        for key in ("memory_w", "compute_w"):
+            if key in p.data:
+                raise IronlawError(f"{where}.power.{key} needs idle_w: it is the board power above idle that "
+                                   f"{'streaming device memory' if key == 'memory_w' else 'the compute units'} add")
+        return tdp, None, None, None
     idle = p.qty("idle_w", "W", upper=tdp)
     sources["power.idle"] = _power_source(p, "idle_source", where)
-    memory_w = p.qty("memory_w", "W", required=False, upper=tdp * (1 + 1e-9))
-    if memory_w is None:
-        return tdp, idle, None
-    if memory_w <= idle:
-        raise IronlawError(f"{where}.power.memory_w must be above idle_w ({idle:g} W), got {memory_w:g} W")
-    sources["power.memory"] = _power_source(p, "memory_source", where)
-    return tdp, idle, memory_w
+    return tdp, idle, _full_load_w(p, "memory", idle, tdp, where, sources), \
+        _full_load_w(p, "compute", idle, tdp, where, sources)
+
+
+def _full_load_w(p: _Table, what: str, idle: float, tdp: float, where: str, sources: dict) -> float | None:
+    """[power] <what>_w (the board power with that resource flat out, above idle_w, at most tdp_w) and its own
+    <what>_source; None where the file states none."""
+    w = p.qty(f"{what}_w", "W", required=False, upper=tdp * (1 + 1e-9))
+    if w is None:
+        return None
+    if w <= idle:
+        raise IronlawError(f"{where}.power.{what}_w must be above idle_w ({idle:g} W), got {w:g} W")
+    sources[f"power.{what}"] = _power_source(p, f"{what}_source", where)
+    return w
 
 
 def _power_source(p: _Table, key: str, where: str) -> str:
