@@ -66,18 +66,7 @@ def test_the_engine_files_have_fitted_gemm_classes_to_check():
                                                        for e in ("vllm", "sglang")}
 
 
-# engine classes whose stored terms were fitted when B200 drew one full-load power (its TDP) for every resource: under
-# its fitted compute_w and memory_w (benchmarks/kernel_power.py; kernelfit.gemv.power_ratio 785 / 530 = 1.48) their
-# GEMVs, at 0.67-0.76 compute over data time, draw the compute's power (586-645 W against memory_w 630 W). Refitted
-# under that ratio (benchmarks/kernel_tables.py --framework vllm|sglang --gpu b200_sxm --op gemm --kernel-class
-# "gemm bf16") they hold out as well (vLLM 4.4% / 12.0% → 4.4% / 12.0%, SGLang 6.3% / 18.5% → 6.3% / 18.7%) with
-# η_max 0.884 → 0.836 (vLLM), which moves every B200 vLLM and SGLang bf16 serving cell; strict, so the refit says so
-ENGINE_KEPT = {("b200", "vllm", "bf16"), ("b200", "sglang", "bf16")}
-
-
-@pytest.mark.parametrize("gpu, engine, dtype", [pytest.param(*c, marks=pytest.mark.xfail(
-    strict=True, reason="stored terms kept, fitted before B200's measured full-load powers")) if c in ENGINE_KEPT
-    else c for c in ENGINE_CLASSES])
+@pytest.mark.parametrize("gpu, engine, dtype", ENGINE_CLASSES)
 def test_a_gemv_binds_memory_under_the_engine_files(gpu, engine, dtype):
     hw, cov = engines.with_engine(hardware.get(gpu), engine)
     assert f"gemm {dtype}" in cov.own
