@@ -413,8 +413,8 @@ def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
 def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
     mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device: vLLM's beside
-    its profiled activations, SGLang's holding them), its TP all-reduce on vLLM's own measured curve (vLLM) or
-    NCCL's (SGLang; TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
+    its profiled activations, SGLang's holding them), its TP all-reduce on the framework's own measured curve
+    (vLLM's, SGLang's; TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
     (``EngineKernels.moe``): a routed layer TP shards runs on that layer (``expertcarry.tp_layer``); under vLLM,
     MLA's per-head decode products in bf16 (``step.half_mla_bmm``); under vLLM and SGLang an MLA model's attention
     module priced on the framework's own module class where the device's calibration holds it
@@ -425,7 +425,7 @@ def constants(eng: Engine, base):
                    prefill_cap_tokens=s.long_prefill_tokens, host_serial=not s.host_overlap,
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
-                   vllm_allreduce=eng.name == "vllm",
+                   vllm_allreduce=eng.name == "vllm", sglang_allreduce=eng.name == "sglang",
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
                    framework_moe=NAMES[eng.name], own_moe=moe_dtypes(eng.kernels.moe), mla_bmm_half=eng.name == "vllm",
                    mla_module=eng.name in ("vllm", "sglang"),
