@@ -70,3 +70,15 @@ def test_the_source_names_sglangs_table_or_nccl():
     src = time_source(hw, "allreduce-sglang", 8, 1)
     assert "allreduce-sglang curve" in src and "h100_sxm/comm/sglang/0.5.14/custom_allreduce_perf" in src
     assert time_source(hw, "allreduce-sglang", 16, 2) == time_source(hw, "allreduce", 16, 2)
+
+
+def test_the_engine_line_names_the_all_reduce_curve():
+    """``serve --engine sglang --tp 8`` on H200 names SGLang's own table; a group size its file lacks names NCCL's."""
+    from ironlaw.models.serving import frameworks
+    from ironlaw.models.serving.step.collectives import allreduce_line
+    lines = frameworks.select("sglang", "h200", 8).lines(offline=False)
+    line = next(x for x in lines if x.startswith("TP all-reduce:"))
+    assert line.startswith("TP all-reduce: SGLang's own") and "h200_sxm/comm/sglang/0.5.14" in line
+    assert not any(x.startswith("TP all-reduce:") for x in frameworks.select("sglang", "h200", 1).lines(False))
+    other = allreduce_line(hardware.get("h200"), "sglang", "SGLang", 6)
+    assert other.startswith("TP all-reduce: h200 has no SGLang all-reduce curve at 6 GPUs: NCCL's")

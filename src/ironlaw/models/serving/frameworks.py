@@ -230,6 +230,7 @@ class Engine:
     kernels: object                  # machine.engines.EngineKernels
     scheduler: Scheduler | None
     runtime: str = "pytorch"         # TensorRT-LLM's executor (``step.runtime.RUNTIMES``): who launches the kernels
+    tp: int = 1                      # tensor-parallel GPUs: the group its TP all-reduce runs over
 
     @property
     def release(self) -> str | None:
@@ -272,6 +273,9 @@ class Engine:
         if self.scheduler:
             out.append(self.scheduler.line())
             out.append(self.scheduler.host_line())
+            if self.tp > 1:
+                from .step.collectives import allreduce_line
+                out.append(allreduce_line(self.hw, self.name, NAMES[self.name], self.tp))
             if offline:
                 out.append(CARRIED.format(name=NAMES[self.name]))
         return out
@@ -382,7 +386,7 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     sched = sched.given(memory_fraction=check_memory_fraction(memory_fraction), long_prefill_tokens=long_prefill_tokens)
     if async_scheduling:
         sched = replace(sched, host_overlap=True, sources={**sched.sources, "host_overlap": VLLM_HOST_ASYNC})
-    return Engine(engine, hw2, cov, sched)
+    return Engine(engine, hw2, cov, sched, tp=tp)
 
 
 _ENGINE_HW: dict = {}

@@ -65,6 +65,19 @@ def sglang_allreduce(g: Graph, hw) -> Graph:
     return own_allreduce(g, hw, SGLANG_ALLREDUCE)
 
 
+def allreduce_line(hw, engine: str, label: str, tp: int) -> str:
+    """One line: what times the tensor-parallel all-reduce of ``engine`` ('vllm', 'sglang'; ``label`` its name) over
+    ``tp`` GPUs of ``hw`` on one node: the engine's own measured curve where ``hw`` holds one at that group size
+    (``own_allreduce``), else NCCL's, and the source of either (``network.collectives.time_source``)."""
+    from ....machine.network.calibration import for_hardware
+    from ....machine.network.collectives import time_source
+    name = f"allreduce-{engine}"
+    if (name, tp) in for_hardware(hw).curves:
+        return f"TP all-reduce: {label}'s own, {time_source(hw, name, tp, 1)}"
+    return (f"TP all-reduce: {hw.name} has no {label} all-reduce curve at {tp} GPUs: NCCL's, "
+            f"{time_source(hw, 'allreduce', tp, 1)}")
+
+
 def own_allreduce(g: Graph, hw, name: str) -> Graph:
     """``g`` with each tensor-parallel all-reduce on one node run as the collective ``name`` (an engine's own op)
     where ``hw`` holds its measured curve at that group size."""
