@@ -15,7 +15,10 @@ Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out s
 
 vLLM's own all-reduce (comm/vllm/<newest>/custom_allreduce_perf, vllm_graph rows) is fitted regime by regime
 between the message sizes where vLLM changes kernel (measure/calibrate/commswitch.py: its custom kernel's one-stage /
-two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``.
+two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``. SGLang's own all-reduce (comm/sglang/<newest>/
+custom_allreduce_perf, sglang_graph rows: 0.5.14, A100 0.5.10) the same way as ``allreduce-sglang``, its regimes
+either side of its JIT custom kernel's 16 MiB ceiling (commswitch.sglang_switches); the last block prints NCCL's
+curve, which timed SGLang's all-reduce before, against its table.
 
 Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
 2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's

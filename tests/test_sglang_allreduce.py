@@ -70,6 +70,7 @@ def test_the_source_names_sglangs_table_or_nccl():
     src = time_source(hw, "allreduce-sglang", 8, 1)
     assert "allreduce-sglang curve" in src and "h100_sxm/comm/sglang/0.5.14/custom_allreduce_perf" in src
     assert time_source(hw, "allreduce-sglang", 16, 2) == time_source(hw, "allreduce", 16, 2)
+    assert "h100_sxm/comm/vllm/0.24.0/custom_allreduce_perf" in time_source(hw, "allreduce-vllm", 8, 1)  # vLLM's own
 
 
 def test_the_engine_line_names_the_all_reduce_curve():
