@@ -15,10 +15,11 @@ Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out s
 
 vLLM's own all-reduce (comm/vllm/<newest>/custom_allreduce_perf, vllm_graph rows) is fitted regime by regime
 between the message sizes where vLLM changes kernel (measure/calibrate/commswitch.py: its custom kernel's one-stage /
-two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``. SGLang's own all-reduce (comm/sglang/<newest>/
-custom_allreduce_perf, sglang_graph rows: 0.5.14, A100 0.5.10) the same way as ``allreduce-sglang``, its regimes
-either side of its JIT custom kernel's 16 MiB ceiling (commswitch.sglang_switches); the last block prints NCCL's
-curve, which timed SGLang's all-reduce before, against its table.
+two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``.
+SGLang's own all-reduce (comm/sglang/<newest>/custom_allreduce_perf, sglang_graph rows: 0.5.14, A100 0.5.10) the
+same way as ``allreduce-sglang``, its regimes either side of its JIT custom kernel's 16 MiB ceiling
+(commswitch.sglang_switches); the last block prints NCCL's curve, which timed SGLang's all-reduce before, against
+its table.
 
 Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
 2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's
@@ -357,7 +358,8 @@ def main() -> int:
           f"tensor-parallel all-reduce with before, NCCL's curve, against it (median signed)")
     for gpu, p, k, med, small in nccl_vs_trtllm(curves, fits):
         print(f"{gpu:14s} {p} GPUs {k:3d} sizes  NCCL curve {100 * med:+6.1f}% (≤ 16 MB: {100 * small:+6.1f}%)")
-    tables = ", ".join(f"{g} {c[2]}" for g in sorted(meta) for c in meta[g][2:] if isinstance(c, tuple) and c[0] == "sglang")
+    tables = ", ".join(f"{g} {c[2]}" for g in sorted(meta) for c in meta[g][2:]
+                       if isinstance(c, tuple) and c[0] == "sglang")
     print(f"\nSGLang's all-reduce (comm/sglang/<newest>/custom_allreduce_perf, {SGLANG_GRAPH} bf16; class {SGLANG} "
           f"above; {tables}): what the law timed SGLang's tensor-parallel all-reduce with before, NCCL's curve, "
           f"against it (median signed)")
