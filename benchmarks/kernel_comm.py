@@ -16,6 +16,10 @@ Goal: median |error| ≤ 8%, p90 ≤ 20% per GPU × collective on the held-out s
 vLLM's own all-reduce (comm/vllm/<newest>/custom_allreduce_perf, vllm_graph rows) is fitted regime by regime
 between the message sizes where vLLM changes kernel (measure/calibrate/commswitch.py: its custom kernel's one-stage /
 two-stage switch and its size ceiling, symmetric memory's), each regime its own lines, stored with ``from_bytes``.
+SGLang's own all-reduce (comm/sglang/<newest>/custom_allreduce_perf, sglang_graph rows: 0.5.14, A100 0.5.10) the
+same way as ``allreduce-sglang``, its regimes either side of its JIT custom kernel's 16 MiB ceiling
+(commswitch.sglang_switches); the last block prints NCCL's curve, which timed SGLang's all-reduce before, against
+its table.
 
 Also fitted and stored: TensorRT-LLM's own all-reduce op (custom_allreduce_perf of trtllm 1.3.0rc20, bf16,
 2–8 GPUs; aiconfigurator's collector times ``AllReduce`` with strategy AUTO, so the table holds TensorRT-LLM's
@@ -71,16 +75,17 @@ def load(root: Path = DATA) -> tuple[dict, dict]:
                 med = rows.groupby("message_size")["latency_s"].median()
                 curves[(t.gpu, TRTLLM, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
                                                          med.to_numpy(float))
-    for path in newest_vllm(root):
-        for t in kerneltable.read(path, ops=("custom_allreduce",)):
-            rows = t.rows[t.rows["backend"] == VLLM_GRAPH] if "backend" in t.rows.columns else t.rows[:0]
-            if t.gpu not in meta or rows.empty:
-                continue
-            meta[t.gpu] += (("vllm", str(path.relative_to(root)), t.version),)
-            for p, r in rows.groupby("num_gpus"):
-                med = r.groupby("message_size")["latency_s"].median()
-                curves[(t.gpu, VLLM, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
-                                                       med.to_numpy(float))
+    for engine, (coll, graph) in ENGINES.items():
+        for path in newest_engine(root, engine):
+            for t in kerneltable.read(path, ops=("custom_allreduce",)):
+                rows = t.rows[t.rows["backend"] == graph] if "backend" in t.rows.columns else t.rows[:0]
+                if t.gpu not in meta or rows.empty:
+                    continue
+                meta[t.gpu] += ((engine, str(path.relative_to(root)), t.version),)
+                for p, r in rows.groupby("num_gpus"):
+                    med = r.groupby("message_size")["latency_s"].median()
+                    curves[(t.gpu, coll, "half", int(p))] = (med.index.to_numpy(float) * WORD["half"],
+                                                           med.to_numpy(float))
     return curves, meta
 
 
@@ -99,9 +104,10 @@ def _newest_per_system(data: Path, pattern: str, fallback=None) -> list[Path]:
     return out
 
 
-def newest_vllm(data: Path) -> list[Path]:
-    """Per system folder of ``data``, its newest comm/vllm/<version>/custom_allreduce_perf table."""
-    return _newest_per_system(data, "comm/vllm/*/custom_allreduce_perf.*")
+def newest_engine(data: Path, engine: str) -> list[Path]:
+    """Per system folder of ``data``, its newest comm/<engine>/<version>/custom_allreduce_perf table (``ENGINES``:
+    vllm, sglang)."""
+    return _newest_per_system(data, f"comm/{engine}/*/custom_allreduce_perf.*")
 
 
 # a system without NCCL tables: its oneCCL table (Intel GPUs; the same columns, kerneltable's "oneccl" op), the
@@ -142,9 +148,9 @@ def extract(data: Path, out: Path) -> None:
             t.rows[[c for c in keys if c in t.rows.columns]].to_csv(dest, index=False, float_format="%.6g")
             print(f"{dest}: {len(t.rows)} rows")
     keys = keys[:-2] + ["backend", "latency"]
-    for path in newest_vllm(data):
+    for path, graph in [(p, g) for e, (_, g) in ENGINES.items() for p in newest_engine(data, e)]:
         for t in kerneltable.read(path, ops=("custom_allreduce",)):
-            rows = t.rows[t.rows["backend"] == VLLM_GRAPH] if "backend" in t.rows.columns else t.rows[:0]
+            rows = t.rows[t.rows["backend"] == graph] if "backend" in t.rows.columns else t.rows[:0]
             if rows.empty:
                 continue
             dest = out / path.relative_to(data).with_suffix(".csv")
@@ -157,17 +163,22 @@ CUSTOM = "trtllm/1.3.0rc20/custom_allreduce_perf"
 TRTLLM = "allreduce-trtllm"           # machine.network.curves.TRTLLM_ALLREDUCE
 VLLM = "allreduce-vllm"               # machine.network.curves.VLLM_ALLREDUCE
 VLLM_GRAPH = "vllm_graph"             # the rows timed inside a CUDA graph, as vLLM's captured steps run it
-OWN = (TRTLLM, VLLM)                  # the engines' own all-reduce ops, beside NCCL's collectives
+SGLANG = "allreduce-sglang"           # machine.network.curves.SGLANG_ALLREDUCE
+SGLANG_GRAPH = "sglang_graph"         # the rows timed by a CUDA graph's replay, as SGLang's captured steps run it
+# an engine's comm/<engine>/ folder -> (its all-reduce's collective, the backend of its rows timed in a CUDA graph)
+ENGINES = {"vllm": (VLLM, VLLM_GRAPH), "sglang": (SGLANG, SGLANG_GRAPH)}
+OWN = (TRTLLM, VLLM, SGLANG)          # the engines' own all-reduce ops, beside NCCL's collectives
 
 
-def nccl_vs_trtllm(curves: dict, fits: dict) -> list[tuple]:
+def nccl_vs_trtllm(curves: dict, fits: dict, own: str = TRTLLM) -> list[tuple]:
     """Per GPU and GPU count: (gpu, gpus, sizes, median signed error of the NCCL all-reduce curve against
-    TensorRT-LLM's measured all-reduce at the same sizes, and the same below 16 MB)."""
+    the engine's measured all-reduce ``own`` (TensorRT-LLM's unless given) at the same sizes, and the same below
+    16 MB)."""
     from ironlaw.measure.calibrate.commfit import predict_s
     out = []
     for (gpu, coll, _, p), (n, t) in sorted(curves.items()):
         nccl = fits.get((gpu, "allreduce", p))
-        if coll != TRTLLM or nccl is None:
+        if coll != own or nccl is None:
             continue
         e = predict_s(nccl[0], "allreduce", p, n) / t - 1
         out.append((gpu, p, len(n), float(np.median(e)), float(np.median(e[n <= 16e6]))))
@@ -177,14 +188,14 @@ def nccl_vs_trtllm(curves: dict, fits: dict) -> list[tuple]:
 def fit(curves: dict) -> dict:
     """{(gpu, collective, gpus): (lines, fitted sizes)} on the half-precision rows' fit half."""
     from ironlaw.measure.calibrate.commfit import fit_lines, split
-    from ironlaw.measure.calibrate.commswitch import vllm_switches
+    from ironlaw.measure.calibrate.commswitch import switches
     out = {}
     for (gpu, coll, dt, p), (n, t) in sorted(curves.items()):
         if dt == "half":
             keep = split(n)
-            switches = vllm_switches(gpu, p) if coll == VLLM else ()
-            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep], switches=switches, fewest=coll == VLLM),
-                                   int(keep.sum()))
+            engine = next((e for e, (c, _) in ENGINES.items() if c == coll), "")
+            out[(gpu, coll, p)] = (fit_lines(coll, p, n[keep], t[keep], switches=switches(engine, gpu, p),
+                                             fewest=bool(engine)), int(keep.sum()))
     return out
 
 
@@ -205,7 +216,8 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
     """The [network] table of ``gpu``'s catalog file holding its fitted curves."""
     where, version, *extra = meta[gpu]
     custom = [c for c in extra if isinstance(c, str)]                 # TensorRT-LLM's table
-    vllm = next((c[1:] for c in extra if isinstance(c, tuple)), None)  # vLLM's (table, version)
+    vllm = next((c[1:] for c in extra if isinstance(c, tuple) and c[0] == "vllm"), None)  # vLLM's (table, version)
+    sglang = next((c[1:] for c in extra if isinstance(c, tuple) and c[0] == "sglang"), None)
     system = Path(where).parts[0]
     lib, stem = library(where)
     name = f"{lib.lower()} {version} {stem}"
@@ -234,6 +246,8 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
                 f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
         trt_fit += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, even-ranked message sizes"'
         trt_held += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, odd-ranked message sizes"'
+    if sglang:
+        trt, trt_fit, trt_held = _sglang_parts(gpu, system, sglang, fits, (trt, trt_fit, trt_held))
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
               "benchmarks/fit_nccl_a100.py (ironlaw.machine.network.calibration.A100_VIDUR: per-call launch, "
               "per-link efficiency, an InfiniBand ceiling of 19.85 GB/s per node); that cluster's InfiniBand "
@@ -257,6 +271,22 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
         if any(len(l) > 2 for l in lines):
             out.append("from_bytes = [" + ", ".join(f"{l[2]:.0f}" for l in lines) + "]")
     return "\n".join(out) + "\n"
+
+
+def _sglang_parts(gpu: str, system: str, sglang: tuple, fits: dict, parts: tuple) -> tuple[str, str, str]:
+    """``parts`` (the source's engine clauses, the fitted and held-out lists' tails) with SGLang's all-reduce's."""
+    trt, trt_fit, trt_held = parts
+    table = f"systems/data/{Path(sglang[0]).with_suffix('.parquet')}"
+    k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == SGLANG)
+    trt += (f"; collective {SGLANG}: SGLang {sglang[1]}'s tensor-parallel all-reduce (tensor_model_parallel_all_reduce: "
+            f"its JIT custom all-reduce over NVLink peer memory up to 16 MiB, NCCL beyond) timed by a CUDA graph's replay "
+            f"({SGLANG_GRAPH} rows) by {PACKAGE}, {table}, the same lines fitted on every other message size ({k} rows) "
+            f"regime by regime between the sizes where SGLang changes kernel (from_bytes; "
+            f"ironlaw.measure.calibrate.commswitch): what SGLang's engine runs a tensor-parallel all-reduce with "
+            f"(models/serving/step/collectives.py)")
+    trt_fit += f', "{PACKAGE} {system} sglang {sglang[1]} custom_allreduce_perf: {SGLANG_GRAPH} bf16, even-ranked message sizes"'
+    trt_held += f', "{PACKAGE} {system} sglang {sglang[1]} custom_allreduce_perf: {SGLANG_GRAPH} bf16, odd-ranked message sizes"'
+    return trt, trt_fit, trt_held
 
 
 def write_catalog(fits: dict, meta: dict) -> list[Path]:
@@ -327,6 +357,13 @@ def main() -> int:
     print(f"\nTensorRT-LLM's all-reduce ({CUSTOM}, bf16; class {TRTLLM} above): what the law timed a "
           f"tensor-parallel all-reduce with before, NCCL's curve, against it (median signed)")
     for gpu, p, k, med, small in nccl_vs_trtllm(curves, fits):
+        print(f"{gpu:14s} {p} GPUs {k:3d} sizes  NCCL curve {100 * med:+6.1f}% (≤ 16 MB: {100 * small:+6.1f}%)")
+    tables = ", ".join(f"{g} {c[2]}" for g in sorted(meta) for c in meta[g][2:]
+                       if isinstance(c, tuple) and c[0] == "sglang")
+    print(f"\nSGLang's all-reduce (comm/sglang/<newest>/custom_allreduce_perf, {SGLANG_GRAPH} bf16; class {SGLANG} "
+          f"above; {tables}): what the law timed SGLang's tensor-parallel all-reduce with before, NCCL's curve, "
+          f"against it (median signed)")
+    for gpu, p, k, med, small in nccl_vs_trtllm(curves, fits, SGLANG):
         print(f"{gpu:14s} {p} GPUs {k:3d} sizes  NCCL curve {100 * med:+6.1f}% (≤ 16 MB: {100 * small:+6.1f}%)")
     stale = catalog_matches(fits, meta)
     print("catalog [network] curves: " + ("match this fit" if not stale else f"STALE for {', '.join(stale)} "

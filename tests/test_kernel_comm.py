@@ -35,14 +35,15 @@ def test_held_out_sizes_meet_the_median_goal_per_gpu_and_collective(fitted):
     errs = kernel_comm.score(curves, fits)
     half = {k: e for k, e in errs.items() if "int8" not in k[1]}
     # 9 GPUs × 4 NCCL collectives, B60's 3 oneCCL ones (no all-to-all), 8 GPUs' TensorRT-LLM all-reduce, 9 GPUs'
-    # vLLM all-reduce (B60's vLLM table times it eagerly only: no curve)
-    assert len(half) == 36 + 3 + 8 + 9
+    # vLLM all-reduce (B60's vLLM table times it eagerly only: no curve), 9 GPUs' SGLang all-reduce
+    assert len(half) == 36 + 3 + 8 + 9 + 9
     for key, e in half.items():
         assert np.median(e) <= 0.08, f"{key}: held-out median {np.median(e):.1%}"
     allh = np.concatenate(list(half.values()))
     assert np.percentile(allh, 90) <= 0.20
     for gpu in ("a100", "h100", "h200", "b200", "b300", "gb200", "gb300", "l40s", "rtx-pro-6000"):   # vLLM's own
         assert np.percentile(half[(gpu, "allreduce-vllm")], 90) <= 0.20, gpu
+        assert np.percentile(half[(gpu, "allreduce-sglang")], 90) <= 0.20, gpu             # SGLang's own
     one_byte = np.concatenate([e for k, e in errs.items() if "int8" in k[1]])
     assert np.median(one_byte) <= 0.08           # int8 rows, never fitted, from the 16-bit curve by bytes
 

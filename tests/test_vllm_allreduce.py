@@ -1,6 +1,6 @@
 """vLLM's tensor-parallel all-reduce on its own measured curve (collective ``allreduce-vllm``: aiconfigurator-core
 0.12.0's comm/vllm custom_allreduce tables, vllm_graph rows, fitted by benchmarks/kernel_comm.py); TensorRT-LLM and
-SGLang keep theirs."""
+SGLang run theirs (tests/test_sglang_allreduce.py)."""
 import csv
 from pathlib import Path
 
@@ -40,7 +40,7 @@ def _tp_allreduces(name: str):
     return {op.collective for op in est.graph.ops if op.kind == "collective" and op.module == "tp"}
 
 
-@pytest.mark.parametrize("name, collective", [("vllm", "allreduce-vllm"), ("sglang", "allreduce")])
+@pytest.mark.parametrize("name, collective", [("vllm", "allreduce-vllm"), ("sglang", "allreduce-sglang")])
 def test_the_engine_runs_its_tp_all_reduce_on_its_own_curve(name, collective):
     assert _tp_allreduces(name) == {collective}
 

@@ -24,8 +24,8 @@ own tuning model, src/graph/tuning.cc):
     send/recv         α = launch + h          β = n / B_link   (B_node of the pair when it spans nodes)
 ``allreduce-trtllm`` is TensorRT-LLM's own all-reduce op (curves.py): timed by its measured curve at its own
 group size on one node, else as NCCL's ``allreduce`` (what TensorRT-LLM falls back to without NVLink peer
-access or beyond its workspace); ``allreduce-vllm``, vLLM's (its custom all-reduce or NCCL, as it picks), the same
-way. ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
+access or beyond its workspace); ``allreduce-vllm``, vLLM's (its custom all-reduce or NCCL, as it picks), and
+``allreduce-sglang``, SGLang's, the same way. ``alltoall-deepep-dispatch`` / ``-combine`` are DeepEP's exchange kernels
 (curves.py): timed by the device's measured DeepEP curve (its group size, else the nearest measured) on one node,
 else as the ``alltoall`` below (a device without DeepEP tables, a group across nodes: an estimate, not DeepEP's).
 ``alltoall-deepep-ll-dispatch`` / ``-ll-combine`` (DeepEP's low-latency kernels) and ``alltoall-mnnvl-*``
@@ -86,7 +86,8 @@ def time_source(hw, name: str, p: int, nodes: int) -> str:
     tables = sorted(set(re.findall(r"systems/data/([\w./-]+?)\.parquet", hw.extra.get("network", {}).get("source", ""))))
     key = "moe_a2a_perf" if name in DEEPEP + DEEPEP_LL else "trtllm_alltoall_perf" if name in MNNVL else ("custom_allreduce_perf" if name in OWN_ALLREDUCE
                                                              else "nccl_perf")
-    table = next((t for t in tables if key in t), None)
+    engine = f"comm/{name.split('-', 1)[1]}/" if name in OWN_ALLREDUCE else ""   # the engine's own table folder
+    table = next((t for t in tables if key in t and engine in t), None)
     at = f"measured at {size} GPUs on one node" + (f", carried to {p} GPUs" if size != p else "")
     of = f"of aiconfigurator-core 0.12.0 {table}" if table else "named by the hardware file's [network] source"
     return f"{hw.name}'s measured {name} curve ({at}; {rows} rows {of})"

@@ -11,6 +11,7 @@ fitted on measured kernel tables (measure/calibrate/commfit.py) and stored per d
 
     [[network.curve]]
     collective = "allreduce"      # allreduce | allgather | reducescatter | alltoall | allreduce-trtllm | allreduce-vllm |
+                                  # allreduce-sglang |
                                   # alltoall-deepep-dispatch | alltoall-deepep-combine |
                                   # alltoall-deepep-ll-dispatch | alltoall-deepep-ll-combine
     gpus = 8                      # ranks, all on one node
@@ -46,7 +47,11 @@ TRTLLM_ALLREDUCE = "allreduce-trtllm"
 # peer memory where the message fits it, NCCL otherwise), measured as one curve: aiconfigurator-core 0.12.0's
 # ``comm/vllm/<version>/custom_allreduce_perf`` tables, vllm_graph rows (benchmarks/kernel_comm.py)
 VLLM_ALLREDUCE = "allreduce-vllm"
-OWN_ALLREDUCE = (TRTLLM_ALLREDUCE, VLLM_ALLREDUCE)   # an engine's own all-reduce op: NCCL's where not measured
+# SGLang's, the same way (its JIT custom all-reduce up to 16 MiB, NCCL beyond): ``comm/sglang/<version>/
+# custom_allreduce_perf``, sglang_graph rows (benchmarks/kernel_comm.py, measure/calibrate/commswitch.py)
+SGLANG_ALLREDUCE = "allreduce-sglang"
+OWN_ALLREDUCE = (TRTLLM_ALLREDUCE, VLLM_ALLREDUCE, SGLANG_ALLREDUCE)  # an engine's own all-reduce op: NCCL's where
+                                                                      # not measured
 # DeepEP's high-throughput dispatch and combine kernels (the expert exchange of wide EP: each token's rows sent to
 # the ranks of its top-k experts over NVLink peer memory, and the weighted rows summed back), measured per phase as
 # one curve each on the all-to-all's bytes (tokens · top-k · hidden · 2): aiconfigurator-core 0.12.0's

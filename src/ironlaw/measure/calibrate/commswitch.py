@@ -1,4 +1,5 @@
-"""Where vLLM's tensor-parallel all-reduce changes kernel by message size: the regimes of its measured curve.
+"""Where vLLM's and SGLang's tensor-parallel all-reduces change kernel by message size: the regimes of their
+measured curves.
 
 vLLM picks the kernel of an all-reduce by the message's bytes and the group, not by which is faster at that size
 (vllm/distributed/device_communicators/cuda_communicator.py ``CudaCommunicator.all_reduce``: its custom all-reduce
@@ -23,6 +24,25 @@ show each switch (docs/accuracy.md, "vLLM's own all-reduce"): 8 B200 0.13 → 0.
 2-stage), 0.5 → 1 MiB 26.2 → 17.2 µs (2-stage → symmetric memory), NCCL's own table's time from 128 MiB on; 4 B200,
 B300, GB300 at 0.25 → 0.5 MiB 8.6 → 18.0 µs; A100 (capability 8.0, no symmetric memory) NCCL's time from 8 MiB on,
 2 GPUs 4 → 8 MiB 25.2 → 89.7 µs.
+
+SGLang's all-reduce (sglang/srt/distributed/parallel_state.py ``GroupCoordinator.all_reduce``) takes its custom
+all-reduce where the communicator's ``should_custom_ar`` takes the message, else NCCL (torch symmetric memory and
+MSCCL++ are off unless asked for). At the tables' versions that is the JIT custom all-reduce
+(sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py ``CustomAllReduceV2``): ``should_custom_ar``
+takes a message of at most ``max_size`` bytes (``inp_size <= self.max_size``), by default its 16 MiB pull workspace
+(``max_pull_size``); the older ``CustomAllreduce`` (custom_all_reduce.py, ``_MAX_CAR_SIZE`` 8 MiB, below it) does
+not match the tables, whose 16 MiB rows run the custom kernel's time on every NVLink GPU of version 0.5.14 (8 H100
+110.5 µs against NCCL's own table's 121.9, 8 B200 57.5 against 99.1) and NCCL's from 32 MiB (198.0 / 199.8, 169.7 /
+167.8). So one switch (``sglang_switches``), from 16 MiB + 1 byte. The JIT kernel's one-shot push / one-shot pull /
+two-shot pull thresholds inside that range are tuned per architecture and world size and moved between versions
+(``_maybe_init_config``'s ``THRESHOLD_2_SHOT_MAP``; configs/custom_all_reduce_v2.py), so they are not switches here:
+the custom regime's lines bend there. ``can_use_custom_all_reduce_v2`` needs every GPU of the group joined by
+NVLink: PCIe GPUs (L40S, RTX PRO 6000) and a GB200/GB300 group beyond a 4-GPU tray have no switch (one curve).
+
+aiconfigurator's collector (collector/network/collect_all_reduce.py ``benchmark_sglang_allreduce``) times SGLang's
+``tensor_model_parallel_all_reduce`` with the custom all-reduce on and MSCCL++ and symmetric memory off, its
+``sglang_graph`` rows by replaying a captured CUDA graph, as SGLang's decode steps run it. A100's table is SGLang
+0.5.10's, whose 16 MiB row already runs NCCL's time (126.9 µs against 128.2); it stays in the custom regime here.
 """
 from __future__ import annotations
 
@@ -44,6 +64,7 @@ SYMM_MEM_MAX = {"9.0": {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
                 "10.0": {2: 8 * MiB, 4: 32 * MiB, 6: 128 * MiB, 8: 128 * MiB},
                 "10.3": {2: 4 * MiB, 4: 32 * MiB, 6: 32 * MiB, 8: 64 * MiB}}
 CUSTOM_WORLD_SIZES = (2, 4, 6, 8)      # CustomAllreduce._SUPPORTED_WORLD_SIZES
+SGLANG_CUSTOM_MAX_BYTES = 16 * MiB     # SGLang's CustomAllReduceV2 default max_pull_size: it takes messages up to it
 
 
 def vllm_switches(gpu: str, gpus: int) -> tuple[int, ...]:
@@ -61,3 +82,23 @@ def vllm_switches(gpu: str, gpus: int) -> tuple[int, ...]:
     if cap in SYMM_MEM_MAX and SYMM_MEM_MAX[cap][gpus] > ceiling:
         out.add(SYMM_MEM_MAX[cap][gpus])
     return tuple(sorted(out))
+
+
+def sglang_switches(gpu: str, gpus: int) -> tuple[int, ...]:
+    """The message sizes (bytes, ascending) at which SGLang's all-reduce on ``gpus`` GPUs of ``gpu`` on one host
+    changes kernel (module docstring): NCCL above its JIT custom kernel's 16 MiB; () where that kernel does not run
+    (a group not all joined by NVLink) or the GPU is not in these tables."""
+    if gpu not in CAPABILITY or not 2 <= gpus <= NVLINK_HOST_GPUS.get(gpu, 0):
+        return ()
+    return (SGLANG_CUSTOM_MAX_BYTES + 1,)
+
+
+# the table's framework column (aiconfigurator's custom_allreduce_perf ``framework``) -> its engine's switches
+SWITCHES = {"vllm": vllm_switches, "sglang": sglang_switches}
+
+
+def switches(framework: str, gpu: str, gpus: int) -> tuple[int, ...]:
+    """The switches of the all-reduce of ``framework`` (a table's framework column, any case) on ``gpus`` GPUs of
+    ``gpu``; () for an engine whose dispatch is not known here (one curve throughout)."""
+    rule = SWITCHES.get(framework.lower())
+    return rule(gpu, gpus) if rule else ()

@@ -230,6 +230,7 @@ class Engine:
     kernels: object                  # machine.engines.EngineKernels
     scheduler: Scheduler | None
     runtime: str = "pytorch"         # TensorRT-LLM's executor (``step.runtime.RUNTIMES``): who launches the kernels
+    tp: int = 1                      # tensor-parallel GPUs: the group its TP all-reduce runs over
 
     @property
     def release(self) -> str | None:
@@ -272,6 +273,9 @@ class Engine:
         if self.scheduler:
             out.append(self.scheduler.line())
             out.append(self.scheduler.host_line())
+            if self.tp > 1:
+                from .step.collectives import allreduce_line
+                out.append(allreduce_line(self.hw, self.name, NAMES[self.name], self.tp))
             if offline:
                 out.append(CARRIED.format(name=NAMES[self.name]))
         return out
@@ -382,7 +386,7 @@ def select(engine: str, hw, tp: int = 1, pp: int = 1, offline: bool = False, rel
     sched = sched.given(memory_fraction=check_memory_fraction(memory_fraction), long_prefill_tokens=long_prefill_tokens)
     if async_scheduling:
         sched = replace(sched, host_overlap=True, sources={**sched.sources, "host_overlap": VLLM_HOST_ASYNC})
-    return Engine(engine, hw2, cov, sched)
+    return Engine(engine, hw2, cov, sched, tp=tp)
 
 
 _ENGINE_HW: dict = {}
@@ -413,8 +417,8 @@ def no_release_tables(gpu: str, engine: str, release: str) -> IronlawError:
 def constants(eng: Engine, base):
     """``base`` (the TensorRT-LLM-fitted ServingConstants) under ``eng``'s scheduler: its CUDA-graph sizes, its
     mixing, its KV block, the memory it keeps from the KV cache ((1 − memory fraction) of the device: vLLM's beside
-    its profiled activations, SGLang's holding them), its TP all-reduce on vLLM's own measured curve (vLLM) or
-    NCCL's (SGLang; TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
+    its profiled activations, SGLang's holding them), its TP all-reduce on the framework's own measured curve
+    (vLLM's, SGLang's; TensorRT-LLM's own all-reduce kernel is TensorRT-LLM's), and the expert formats its own tables time the fused-MoE layer in
     (``EngineKernels.moe``): a routed layer TP shards runs on that layer (``expertcarry.tp_layer``); under vLLM,
     MLA's per-head decode products in bf16 (``step.half_mla_bmm``); under vLLM and SGLang an MLA model's attention
     module priced on the framework's own module class where the device's calibration holds it
@@ -425,7 +429,7 @@ def constants(eng: Engine, base):
                    prefill_cap_tokens=s.long_prefill_tokens, host_serial=not s.host_overlap,
                    piecewise_tokens=s.cuda_graph_batches[-1] if eng.name == "vllm" else 0,
                    block_tokens=s.block_tokens, reserve_bytes=(1.0 - s.memory_fraction) * cap, trtllm_allreduce=False,
-                   vllm_allreduce=eng.name == "vllm",
+                   vllm_allreduce=eng.name == "vllm", sglang_allreduce=eng.name == "sglang",
                    reserve_holds_workspace=eng.name == "sglang", chunked_kv_whole=False,
                    framework_moe=NAMES[eng.name], own_moe=moe_dtypes(eng.kernels.moe), mla_bmm_half=eng.name == "vllm",
                    mla_module=eng.name in ("vllm", "sglang"),

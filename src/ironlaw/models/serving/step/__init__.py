@@ -51,8 +51,8 @@ class, where the device's engine file holds it: ``run.module_step``).
 """
 from .checkpoint import (BF16_ROLES, HALF, StoredExperts, checkpoint_experts, expert_weights, half_mla_bmm, modelopt,
                          routed_weight_bytes, stored_bytes_per_param, stored_weight_bytes, unquantized_weight_bytes)
-from .collectives import (TRTLLM_TABLE_HIDDEN, engine_collectives, half_collectives, own_allreduce, trtllm_allreduce,
-                          vllm_allreduce)
+from .collectives import (TRTLLM_TABLE_HIDDEN, engine_collectives, half_collectives, own_allreduce, sglang_allreduce,
+                          trtllm_allreduce, vllm_allreduce)
 from .constants import CUDA_GRAPH_BATCHES, FIT_HOST_LINEAR_S, ServingConstants, engine_hw, kernel_terms
 from .graph import build, is_head, scale_class, scaled, step_graph, with_kv, with_kv_dtype
 from .host import HostStep, bottleneck, charged_s, host_floor_s, host_launches, host_step, launches, piecewise
@@ -70,4 +70,5 @@ __all__ = [
     "on_router", "on_table_rows", "padded", "piecewise", "priced", "routed_weight_bytes", "scale_class", "scaled",
     "scaled_moe", "step_graph", "step_seconds", "stored_bytes_per_param", "stored_weight_bytes", "trtllm_allreduce",
     "unaligned_down", "unquantized_weight_bytes", "with_kv", "with_kv_dtype", "own_allreduce", "vllm_allreduce",
+    "sglang_allreduce",
 ]

@@ -1,6 +1,6 @@
 """A step's tensor-parallel collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces
-on TensorRT-LLM's own op (``trtllm_allreduce``) or vLLM's (``vllm_allreduce``) where the device measures it
-(``own_allreduce``), both (``engine_collectives``)."""
+on TensorRT-LLM's own op (``trtllm_allreduce``), vLLM's (``vllm_allreduce``) or SGLang's (``sglang_allreduce``) where
+the device measures it (``own_allreduce``), both (``engine_collectives``)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -54,6 +54,30 @@ def vllm_allreduce(g: Graph, hw) -> Graph:
     return own_allreduce(g, hw, VLLM_ALLREDUCE)
 
 
+def sglang_allreduce(g: Graph, hw) -> Graph:
+    """The tensor-parallel all-reduces of ``g`` as SGLang's engine runs them: ``tensor_model_parallel_all_reduce``
+    (sglang/srt/distributed/parallel_state.py ``GroupCoordinator.all_reduce``), which takes its custom all-reduce over
+    NVLink peer memory where ``CustomAllReduceV2.should_custom_ar`` takes the message (up to 16 MiB) and NCCL otherwise,
+    inside the step's captured CUDA graph. The device's measured curve of that call (collective ``allreduce-sglang``:
+    the collector ran SGLang's own dispatch, its rows timed by a CUDA graph's replay, benchmarks/kernel_comm.py) times
+    a group on one node that it measures; any other group keeps NCCL's."""
+    from ....machine.network.curves import SGLANG_ALLREDUCE
+    return own_allreduce(g, hw, SGLANG_ALLREDUCE)
+
+
+def allreduce_line(hw, engine: str, label: str, tp: int) -> str:
+    """One line: what times the tensor-parallel all-reduce of ``engine`` ('vllm', 'sglang'; ``label`` its name) over
+    ``tp`` GPUs of ``hw`` on one node: the engine's own measured curve where ``hw`` holds one at that group size
+    (``own_allreduce``), else NCCL's, and the source of either (``network.collectives.time_source``)."""
+    from ....machine.network.calibration import for_hardware
+    from ....machine.network.collectives import time_source
+    name = f"allreduce-{engine}"
+    if (name, tp) in for_hardware(hw).curves:
+        return f"TP all-reduce: {label}'s own, {time_source(hw, name, tp, 1)}"
+    return (f"TP all-reduce: {hw.name} has no {label} all-reduce curve at {tp} GPUs: NCCL's, "
+            f"{time_source(hw, 'allreduce', tp, 1)}")
+
+
 def own_allreduce(g: Graph, hw, name: str) -> Graph:
     """``g`` with each tensor-parallel all-reduce on one node run as the collective ``name`` (an engine's own op)
     where ``hw`` holds its measured curve at that group size."""
@@ -71,9 +95,11 @@ def own_allreduce(g: Graph, hw, name: str) -> Graph:
 
 def engine_collectives(run, g: Graph) -> Graph:
     """``g``'s TP collectives as the engine runs them: in bf16 (``half_collectives``), the all-reduces on
-    TensorRT-LLM's own op (``trtllm_allreduce``) or vLLM's (``vllm_allreduce``) where the constants of ``run`` (an
-    ``EngineRun``) say so."""
+    TensorRT-LLM's own op (``trtllm_allreduce``), vLLM's (``vllm_allreduce``) or SGLang's (``sglang_allreduce``) where
+    the constants of ``run`` (an ``EngineRun``) say so."""
     g = half_collectives(g)
     if run.constants.trtllm_allreduce:
         return trtllm_allreduce(g, run.hw)
-    return vllm_allreduce(g, run.hw) if run.constants.vllm_allreduce else g
+    if run.constants.vllm_allreduce:
+        return vllm_allreduce(g, run.hw)
+    return sglang_allreduce(g, run.hw) if run.constants.sglang_allreduce else g

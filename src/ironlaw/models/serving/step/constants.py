@@ -49,6 +49,8 @@ class ServingConstants:
                                    # measures it (``trtllm_allreduce``); False: NCCL's curve everywhere
     vllm_allreduce: bool = False   # TP all-reduces on vLLM's own all-reduce where the device measures it
                                    # (``own_allreduce``)
+    sglang_allreduce: bool = False  # TP all-reduces on SGLang's own all-reduce where the device measures it
+                                    # (``own_allreduce``)
     block_tokens: int = 32      # KV-cache block (page) in tokens: a request reserves whole blocks
                                 # (TensorRT-LLM KvCacheConfig.tokens_per_block default 32)
     host_step_s: float = 0.0    # the executor's host seconds per step on the fit's host CPU (scheduling, input
