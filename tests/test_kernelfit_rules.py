@@ -40,7 +40,8 @@ KEYS = {"WARM_THROUGH_CLASSES": BY_CLASS, "WRITE_CLASSES": BY_CLASS, "SWAP_CLASS
         "ROTATED_MOE_FRAMEWORKS": ("framework",), "OVERLAP_FLOOR": ("framework", "op"),
         "MOE_WEIGHT_ONLY": ("framework", "dtype"), "MOE_PAIRS": ("framework", "moe_dtype"),
         "MOE_PAIRS_MARLIN": ("framework", "moe_dtype"), "MOE_GROUPED_ROUTING": ("framework",),
-        "MOE_UNALIGNED_K": ("framework", "moe_dtype"), "MOE_M_BLOCK": ("framework", "moe_dtype")}
+        "MOE_UNALIGNED_K": ("framework", "moe_dtype"), "MOE_M_BLOCK": ("framework", "moe_dtype"),
+        "MODULE_APART_OPS": ("framework", "op")}
 GPU_LISTS = ("XQA_MLA_GPUS", "K_ONLY_ALL_HEADS_GPUS")
 # the rules that map a key to the GPUs it holds on (``holds(rule, key, gpu)``)
 GPUS_BY_KEY = ("RESIDENT_CONTEXT", "FP8_CONTEXT", "GRID_RIDGE_CLASSES", "GROUP_SPLIT", "HEAD_DIM_LATENCY_GPUS",

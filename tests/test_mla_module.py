@@ -48,7 +48,9 @@ def test_vllm_step_prices_the_module_once_not_its_projections_too():
     assert not {op.name for op in est.graph.ops} & set(PROJECTIONS)
     assert "mla_module_decode_fp8_kv_bf16" in est.graph.meta["mla_module"]
     _, mixed = step.step_seconds(run, 4, 512.0, 1.0, pad=False)
-    assert sorted(op.name for op in _attn(mixed)) == ["attention.module.decode", "attention.module.prefill"]
+    assert sorted(op.name for op in _attn(mixed)) == ["attention.module.decode", "attention.module.prefill"] + \
+        ["attention.module.prefill.gemm"] * 4                   # H200's fp8 / bf16 prefill class is fitted apart
+    assert not {op.name for op in mixed.graph.ops} & set(PROJECTIONS)
 
 
 def test_without_the_constant_or_under_trtllm_the_step_is_op_by_op():
@@ -96,3 +98,63 @@ def test_groups_keep_one_backend_per_shape_and_only_the_serving_frameworks(tmp_p
     assert "1 rows of opt-in TRTLLM_RAGGED" in by["mla_module_prefill_fp8_kv_fp8"].timed
     _table(tmp_path / "t", "trtllm", rows)
     assert kernelfit.groups(kerneltable.read(tmp_path / "t", ops=("mla_context_module",), framework="trtllm")) == []
+
+
+def test_module_op_less_its_projections_keeps_the_core_and_the_bmms():
+    whole = module_op(V3, 7168, ModuleShape(16, 1, 512, "prefill", "fp8", "bf16"))
+    core = module_op(V3, 7168, ModuleShape(16, 1, 512, "prefill", "fp8", "bf16"), gemms=False)
+    gemms = 7168 * 2112 + 1536 * 16 * 192 + 16 * 128 * 7168 + 512 * 16 * 256
+    assert whole.flops - core.flops == pytest.approx(2 * 512 * gemms)
+    assert core.bytes["weights"] == 0 and core.attrs["kernel"] == whole.attrs["kernel"]
+    decode = module_op(V3, 7168, ModuleShape(16, 4, 334, "decode", "fp8", "bf16"), gemms=False)
+    assert decode.bytes["weights"] == pytest.approx(16 * (128 * 512 + 512 * 128) * 2)     # W_UK, W_UV stay
+
+
+def _cal(apart_prefill: bool) -> Calibration:
+    fitted = {"eta_max": 0.5, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 0.8, "latency_s": 2e-5}
+    return Calibration.of({"source": "test", "fitted": ["x"], "provenance": {"x": {"table": "t"}},
+                           "kernel": {"mla_module_decode_fp8_kv_bf16": dict(fitted),
+                                      "mla_module_prefill_fp8_kv_bf16": dict(fitted, **(
+                                          {"gemms": "apart"} if apart_prefill else {}))}})
+
+
+def test_a_prefill_class_fitted_apart_prices_the_prompts_projections_as_gemms_beside_it():
+    from ironlaw.models.serving.step.mla_module import with_module
+    _, est = step.step_seconds(_run("vllm", mla_module=False), 4, 512.0, 1.0, pad=False)
+    calls = [("decode", 4, 334, 1.0), ("prefill", 1, 1024, 0.5)]          # half a 1,024-token prompt
+    whole, _ = with_module(est.graph, _cal(False), 16, calls, "fp8", "bf16")
+    assert not [op for op in whole.ops if op.kind == "matmul" and op.module == "attn"]
+    out, note = with_module(est.graph, _cal(True), 16, calls, "fp8", "bf16")
+    gemms = [op for op in out.ops if op.name == "attention.module.prefill.gemm"]
+    assert len(gemms) == 4 and all(op.shapes.startswith("[512,") and op.dtype == "fp8" for op in gemms)
+    assert sum(op.flops for op in gemms) == pytest.approx(2 * 512 * (7168 * 2112 + 1536 * 16 * 192 + 512 * 16 * 256
+                                                                      + 16 * 128 * 7168))
+    prefill = next(op for op in out.ops if op.name == "attention.module.prefill")
+    decode = next(op for op in out.ops if op.name == "attention.module.decode")
+    assert prefill.bytes["weights"] == 0 and decode.bytes["weights"] > 0 and "less its projections" in note
+
+
+def test_calibration_names_only_the_apart_form():
+    from ironlaw.core.errors import IronlawError
+    fitted = {"eta_max": 0.5, "m_half": 1.0, "nk_half": 1.0, "k_half": 1.0, "streamed": 0.8, "latency_s": 2e-5}
+    from ironlaw.machine.calibration import SCHEMA, check
+    table = {"schema": SCHEMA, "source": "derived: test", "fitted": ["x"]}
+    check(dict(table, kernel={"mla_module_prefill_fp8_kv_bf16": dict(fitted, gemms="apart")}), "t")
+    with pytest.raises(IronlawError, match="gemms"):
+        check(dict(table, kernel={"mla_module_prefill_fp8_kv_bf16": dict(fitted, gemms="whole")}), "t")
+
+
+def test_module_rows_fitted_apart_are_timed_less_the_projections_on_the_gemm_classes(tmp_path):
+    from ironlaw.machine import hardware
+    from ironlaw.measure.calibrate import kernelfit, kerneltable
+    from ironlaw.measure.calibrate.kernelfit.collector import timed_as
+    from ironlaw.measure.calibrate.kernelfit.ops import observations
+    _table(tmp_path / "v", "vllm", [("FLASH_ATTN", "bfloat16", "fp8_block", 16, 1, 1024, 0.30)])
+    g = kernelfit.groups(kerneltable.read(tmp_path / "v", ops=("mla_context_module",), framework="vllm"))[0]
+    cal = {"kernel": {g.key[1]: {"gemms": "apart"}}}
+    split = timed_as(cal, g)
+    assert split.module_form == "apart" and timed_as({"kernel": {}}, g).module_form == "whole"
+    hw = hardware.get("h200")
+    (whole,), (apart,) = observations(g, g.rows, hw), observations(split, g.rows, hw)
+    assert whole.offset_s == 0 and 0 < apart.offset_s < whole.time_s
+    assert apart.op.flops < whole.op.flops

@@ -51,7 +51,7 @@ SHAPE_FIELDS = ("eta_max", "m_half", "nk_half", "gemv_eta", "serial", "streamed"
                 "plan_split_s", "plan_head_dims", "plan_merge_s", "chunk_plan", "latency_tile_keys",
                 "latency_tile_power",
                 "tile_head_dims", "tile_head_dim_s", "tile_rows", "tile_swap", "causal_blocks", "floor_s",
-                "floor_share", "unaligned_k")
+                "floor_share", "unaligned_k", "gemms")
 # split_kv: the class's split-KV kernel splits the whole sequence (``core.splitkv``): "history", TensorRT-LLM's XQA
 # (per sequence and KV head); "mmha", its MMHA kernel (per sequence and query head, blocks of ``mmha_threads``);
 # "chunks", FlashInfer's decode plan (each sequence's keys per sequence and KV head, ``splitkv.chunks_per_sequence``,

@@ -42,7 +42,9 @@ PROVENANCE_FIELDS = {"table": str, "version": str, "license": str, "rows_fitted"
                      "date": str}
 # a GEMM class whose form ``calibrate --kernels`` chose (``measure.calibrate.kernelfit.forms.chosen_form``): the form
 # kept and each form's held-out median and p90 |error| (fractions)
-FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")}}
+FORM_FIELDS = {"gemm_form": str, **{f"held_out_{f}_{s}": float for f in ("half", "stream") for s in ("median", "p90")},
+               # an MLA module class fitted whole and less its projections (``kernelfit.forms.module_form``)
+               "module_form": str, **{f"held_out_{f}_{s}": float for f in ("whole", "apart") for s in ("median", "p90")}}
 # a GEMM class's rows as its collector timed them (``measure.calibrate.kernelfit.forms.fit_operands``): "cache", the
 # operands that fit the last cache level read from there on the repeated calls; "copies", the weights read from there
 # where all the collector's copies of them fit it together; "memory", from device memory unless the workload fits
@@ -274,7 +276,7 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_query_tiles(p["query_tiles"], w)
     if "causal_blocks" in p:
         _check_causal_blocks(p, w)
-    _check_prefill_launch(p, w)
+    _check_launch_and_module(p, w)
     if "unit_launch" in p and (p["unit_launch"] not in UNIT_LAUNCHES or "unit_s" not in p):
         raise IronlawError(f"{w}.unit_launch: must be one of {', '.join(UNIT_LAUNCHES)}, with the unit_s it pays, got "
                            f"{p['unit_launch']!r}")
@@ -289,6 +291,14 @@ def _check_shape_table(p: dict, w: str) -> None:
         _check_tile_head_dims(p, w)
     if "key_blocks" in p and p["key_blocks"] not in KEY_BLOCK_KERNELS:
         raise IronlawError(f"{w}.key_blocks: must be one of {', '.join(KEY_BLOCK_KERNELS)}, got {p['key_blocks']!r}")
+
+
+def _check_launch_and_module(p: dict, w: str) -> None:
+    """A prefill class's launch costs (``_check_prefill_launch``) and an MLA module class's ``gemms``: "apart" only
+    (its table the module less its projections, ``kernelfit.forms.module_form``)."""
+    _check_prefill_launch(p, w)
+    if "gemms" in p and p["gemms"] != "apart":
+        raise IronlawError(f"{w}.gemms: must be 'apart' (the module class less its projections), got {p['gemms']!r}")
 
 
 def _check_prefill_launch(p: dict, w: str) -> None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .vocabulary import Group, release
+from .vocabulary import MODULE_PHASES, Group, release
 
 
 def trtllm_copies(version: str, dtype: str, weight_bytes: float, cache_bytes: float) -> int:
@@ -71,8 +71,12 @@ COLLECTOR_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp
 
 def timed_as(cal: dict, g: Group) -> Group:
     """``g`` with its operands as ``cal``'s provenance says the class was fitted (``fit_operands``; "memory" where
-    it does not say)."""
+    it does not say); an MLA module class's rows with or without their projections as ``cal``'s class says
+    (``gemms``, ``forms.module_form``)."""
     how = ((cal.get("provenance") or {}).get(g.name) or {}).get("operands_from", "memory")
+    if g.op in MODULE_PHASES:          # an MLA module class fitted less its projections (``forms.module_form``)
+        return replace(g, module_form="apart" if (cal.get("kernel") or {}).get(g.key[1], {}).get("gemms") == "apart"
+                       else "whole")
     return replace(g, operands=how) if g.op == "gemm" else g
 
 

@@ -8,10 +8,11 @@ from ....machine.calibration import SCHEMA, check
 from ..kerneltable import PROVENANCE, check_gemm_dims
 from .classfit import fit_class
 from .dispatch import derived_generation, dispatch_rule, dispatched, linked_dispatch, linked_variants, with_dispatched
-from .forms import chosen_form, fit_operands
+from .forms import chosen_form, fit_operands, module_form
 from .ops import replayed_hw
 from .provenance import source
 from .rows import despiked, split, split_names
+from .rules import MODULE_APART_OPS, holds
 from .vocabulary import GEMM_FILLS, Group, LICENSE
 
 
@@ -45,6 +46,8 @@ def fit(hw, gs: list[Group], date: str | None = None, origin: str = PROVENANCE, 
             fit_rows = with_dispatched(g, fit_rows, hw)    # and those this class's kernel runs for another
             dev = replayed_hw(g, hw)                       # the cache level its rows replay out of, if any
             table = fit_class(dev, g, fit_rows, steps, gemm_fill)
+            if holds(MODULE_APART_OPS, (g.table.framework, g.op)):     # whole, or less its projections
+                table, form = module_form(dev, g, fit_rows, steps, table)
             replayed = replayed_from(dev, hw)
         cal.setdefault(g.key[0], {})[g.key[1]] = table
         fitted_as, held_as = split_names(g.rows, g.op)

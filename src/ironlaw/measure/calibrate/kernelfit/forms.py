@@ -70,6 +70,28 @@ def better_form(held: dict[str, tuple[float, float]]) -> str:
     return min(held, key=lambda f: (held[f][1], held[f][0], f != "half"))
 
 
+def module_form(hw, g: Group, rows, steps: tuple | None, whole: dict) -> tuple[dict, dict]:
+    """An MLA module class's table in the form that holds out better (``better_form``): ``whole`` (fitted on the
+    whole module) or fitted "apart", on the module less its projections, which ``ops.gemm_offsets`` prices on the
+    framework's GEMM classes (the table's ``gemms = "apart"``), each scored on the group's held-out rows; and the
+    provenance fields that say which form and both scores (``FORM_SCORE_DIGITS``)."""
+    forms = {"whole": (g, whole)}
+    split = replace(g, module_form="apart")
+    forms["apart"] = (split, {**fit_class(hw, split, rows, steps), "gemms": "apart"})
+    held = {}
+    for f, (grp, t) in forms.items():
+        cal = {"schema": SCHEMA, "source": "derived: choosing the form", "fitted": [g.name],
+               g.key[0]: {g.key[1]: t}}
+        err = held_errors(hw, cal, grp)
+        held[f] = (float(np.median(err)), float(np.percentile(err, 90)))
+    form = min(held, key=lambda f: (held[f][1], held[f][0], f != "whole"))
+    fields = {"module_form": form}
+    for f, (med, p90) in held.items():
+        fields[f"held_out_{f}_median"], fields[f"held_out_{f}_p90"] = (round(med, FORM_SCORE_DIGITS),
+                                                                        round(p90, FORM_SCORE_DIGITS))
+    return forms[form][1], fields
+
+
 def form_choices(cal: dict) -> list[dict]:
     """Per GEMM class of ``cal`` whose form was chosen (``chosen_form``): its name, the form kept and each form's
     held-out median and p90 |error|, from the class's provenance."""

@@ -28,7 +28,28 @@ def observations(g: Group, rows, hw=None) -> list[Observation]:
         ops = warm_through(ops, hw, share) if g.op in WARM_THROUGH_OPS or warm_class(g) or resident_context(g) else ops
     elif hw is not None and g.operands == "copies":
         ops = as_collected(ops, rows, g, hw)
-    return [Observation(op, float(r.latency_s), f"kernels:{g.name}") for op, r in zip(ops, rows.itertuples())]
+    offsets = gemm_offsets(g, rows, hw) if g.module_form == "apart" else [0.0] * len(ops)
+    return [Observation(op, float(r.latency_s), f"kernels:{g.name}", offset_s=o)
+            for op, r, o in zip(ops, rows.itertuples(), offsets)]
+
+
+def gemm_offsets(g: Group, rows, hw) -> list[float]:
+    """Per row of an MLA module table, the seconds of its projections (``mla_module.projection_ops``: DeepSeek-V3's at
+    the row's heads, tokens and ``gemm_type``) on the GEMM classes of the table's framework as its engine file holds
+    them (``engines.with_engine``): what a module class fitted "apart" leaves out (``forms.module_form``)."""
+    import numpy as np
+    from ....core.graph import Graph
+    from ....law.law import predict
+    from ....machine import engines
+    from ....models.serving.step.mla_module import ModuleShape, projection_ops
+    dev, phase, out = engines.with_engine(hw, g.table.framework)[0], MODULE_PHASES[g.op], []
+    for r in rows.itertuples():
+        dt = MODULE_GEMM_DTYPES[r.gemm_type]
+        shape = ModuleShape(int(r.num_heads), float(r.batch_size), float(r.step if phase == "decode" else r.isl),
+                            phase, dt, ATTENTION_DTYPES[r.kv_cache_dtype])
+        ops = projection_ops(MLA_DIMS, MODULE_HIDDEN, shape)
+        out.append(float(np.sum(predict(Graph("projections", "infer", dt, ops), dev).op_time_s)))
+    return out
 
 
 def replayed_hw(g: Group, hw):
@@ -136,4 +157,4 @@ def module_op(r, g: Group):
     seq = float(r.step if phase == "decode" else r.isl)
     shape = ModuleShape(int(r.num_heads), float(r.batch_size), seq, phase, MODULE_GEMM_DTYPES[r.gemm_type],
                         ATTENTION_DTYPES[r.kv_cache_dtype])
-    return build(MLA_DIMS, MODULE_HIDDEN, shape)
+    return build(MLA_DIMS, MODULE_HIDDEN, shape, gemms=g.module_form != "apart")

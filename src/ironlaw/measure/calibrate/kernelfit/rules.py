@@ -137,6 +137,13 @@ MODULE_FRAMEWORKS = ("vllm", "sglang")
 # ``attention_config.use_trtllm_ragged_deepseek_prefill`` on SM100 only); aiconfigurator-core 0.12.0's B200, B300,
 # GB200 and GB300 context module tables time its 904 fp8-cache shapes beside FLASH_ATTN's, 1.09x as long at the median
 MODULE_OPT_IN = ("TRTLLM_RAGGED",)
+# module tables (per framework, op) whose classes are fitted both whole and less their projections, the projections
+# priced on the framework's own GEMM classes (``forms.module_form``, ``ops.gemm_offsets``), the form that holds out
+# better kept: one η over the projections' FP8 / FP4 FLOPs and the prefill's bf16 attention FLOPs cannot follow both
+# (aiconfigurator-core 0.12.0's vLLM 0.24.0 H200 context module table, 16 heads, batch 1: the fp8 and bf16 projection
+# classes time 32,768-token prompts alike, 10.13 and 10.84 ms, which the whole fp8 class priced 92% too slow;
+# docs/accuracy.md, "vLLM's MLA attention as one module")
+MODULE_APART_OPS = (("vllm", "mla_context_module"),)
 # generation MLA's walk in waves (``gemmshape`` key_ctas, ``efficiency.walk_s``), fitted beside the plain walk and the
 # smaller loss on the fitted rows kept (``fit_class``; on a device that states its SMs, TensorRT-LLM's tables), its
 # per-CTA seconds ``cta_s`` from each of CTA_S_STARTS: the XQA MLA class's XQA_MLA_CTAS CTAs per sequence; the other

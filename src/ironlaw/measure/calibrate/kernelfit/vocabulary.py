@@ -99,6 +99,8 @@ class Group:
     timed: str = ""       # how the rows stand for the class, where not as written ('float16 rows, for bf16')
     operands: str = "memory"   # a GEMM class's operands on the collector's repeated calls (``OPERANDS``)
     dtype: str = ""       # the dtype its kernels compute in ('fp8' for the XQA MLA class of a bf16 model)
+    module_form: str = "whole"  # an MLA module class's rows: the whole module, or less its projections ("apart",
+                                # ``forms.module_form``)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from ....core.graph import Graph, Op, dtype_bytes
 
 PREFIX = "mla_module_"
 HALF = "bf16"
+# a module class's field saying its table times the module less its projections, which the step prices op by op on
+# the engine's GEMM classes (``kernelfit.forms.module_form``): ``gemms = "apart"``
+APART = "apart"
 # the module's attention core: one latent KV head shared by every query head (the tables' rows, ``num_heads`` per GPU)
 
 
@@ -80,26 +83,29 @@ def projections(m, hidden: int, heads: int, phase: str) -> tuple[list, list]:
     return gemms + [(m.kv_lora, heads * (m.nope + m.v_dim))], []
 
 
-def module_op(m, hidden: int, s: ModuleShape, count: int = 1) -> Op:
+def module_op(m, hidden: int, s: ModuleShape, count: int = 1, gemms: bool = True) -> Op:
     """The whole MLA module of ``s`` as one op of kind attention named its class (``module_kernel``): the
     attention core's FLOPs, cache and activations, plus every projection's FLOPs and weights and the hidden state
-    read and written (module docstring)."""
+    read and written (module docstring); without ``gemms``, the module less its projections (the GEMMs of
+    ``projections``, which a class whose ``gemms`` is ``APART`` leaves to the engine's GEMM classes): the attention
+    core and, decoding, the per-head BMMs."""
     from ....models.workloads.attention import attention_core, mla_geometry
     core = attention_core(_Heads(s.heads, s.heads), _Shape(s.batch, s.seq, s.phase), HALF, None, count, 1,
                           mla_geometry(m, s.heads, s.phase))
-    gemms, bmms = projections(m, hidden, s.heads, s.phase)
+    gemms_kn, bmms = projections(m, hidden, s.heads, s.phase)
+    gemms_kn, io = (gemms_kn, 1.0) if gemms else ([], 0.0)
     t = s.tokens
-    flops = 2.0 * t * (sum(k * n for k, n in gemms) + s.heads * sum(k * n for k, n in bmms))
-    weights = sum(k * n for k, n in gemms) * dtype_bytes(s.gemm_dtype) + \
+    flops = 2.0 * t * (sum(k * n for k, n in gemms_kn) + s.heads * sum(k * n for k, n in bmms))
+    weights = sum(k * n for k, n in gemms_kn) * dtype_bytes(s.gemm_dtype) + \
         s.heads * sum(k * n for k, n in bmms) * dtype_bytes(HALF)
     by = dict(core.bytes)
-    by["activations"] = by.get("activations", 0.0) + 2.0 * t * hidden * dtype_bytes(HALF)
+    by["activations"] = by.get("activations", 0.0) + io * 2.0 * t * hidden * dtype_bytes(HALF)
     if "kv_cache" in by:
         by["kv_cache"] = by["kv_cache"] * dtype_bytes(s.kv_dtype) / dtype_bytes(HALF)
     by["weights"] = weights
     kernel = module_kernel(s.phase, s.gemm_dtype, s.kv_dtype)
     return replace(core, name=f"attention.module.{s.phase}", flops=core.flops + flops, bytes=by,
-                   bytes_written=core.bytes_written + t * hidden * dtype_bytes(HALF),
+                   bytes_written=core.bytes_written + io * t * hidden * dtype_bytes(HALF),
                    shapes=f"MLA module, {s.heads} heads, {s.gemm_dtype} projections, KV {s.kv_dtype}",
                    attrs={**core.attrs, "kernel": kernel, "kv_dtype": s.kv_dtype, "module_of": "attn"})
 
@@ -115,6 +121,27 @@ def held(cal, phase: str, gemm_dtype: str, kv_dtype: str) -> bool:
     return cal is not None and module_kernel(phase, gemm_dtype, kv_dtype) in (cal.kernel or {})
 
 
+def apart(cal, phase: str, gemm_dtype: str, kv_dtype: str) -> bool:
+    """Whether ``cal``'s module class of ``phase`` at these dtypes times the module less its projections
+    (``gemms = "apart"``: they run on the engine's GEMM classes)."""
+    return (cal.kernel or {}).get(module_kernel(phase, gemm_dtype, kv_dtype), {}).get("gemms") == APART
+
+
+def projection_ops(m, hidden: int, s: ModuleShape, count: int = 1) -> list[Op]:
+    """The module's projections (``projections``) at ``s``'s tokens as the GEMM ops ironlaw builds for them
+    (``workloads.micro.gemm``, in ``s.gemm_dtype``), each ``count`` times: what a class fitted less them
+    (``gemms = "apart"``) leaves to the engine's GEMM classes, in its fit (``kernelfit.ops.gemm_offsets``) as in the
+    step (``with_module``)."""
+    from ...workloads.micro import gemm
+    from ...workloads.registry import Request
+    t, out = max(1, round(s.tokens)), []
+    for k, n in projections(m, hidden, s.heads, s.phase)[0]:
+        spec = f"{t},{n},{k}"
+        op = gemm(spec, Request(f"gemm:{spec}", phase="infer", dtype=s.gemm_dtype, device="cuda")).ops[0]
+        out.append(replace(op, name=f"attention.module.{s.phase}.gemm", count=count, module="attn"))
+    return out
+
+
 def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtype: str,
                 share=lambda op, f: op) -> tuple[Graph, str]:
     """(``g`` with its MLA attention module priced as the module class, a note saying so) where ``g`` is an MLA
@@ -122,21 +149,28 @@ def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtyp
     the step, (phase, batch, seq, f): the module called on ``batch`` sequences of ``seq`` tokens, its work times
     ``f`` through ``share`` (``graph.scaled``: a prefill chunk as its share of one prompt, the weights read once).
     Every op of ``module_ops`` is dropped and the module ops put where the first one stood: the projections are
-    priced once, inside the module."""
+    priced once, inside the module, or, for a phase whose class is ``apart``, as GEMM ops of their own at that
+    phase's tokens (``projection_ops``, on the engine's GEMM classes) beside the module op without them."""
     mla = g.meta.get("mla")
     old = module_ops(g)
     if not mla or not old or not calls or not all(held(cal, p, gemm_dtype, kv_dtype) for p, *_ in calls):
         return g, ""
     from ...workloads.hfconfig import MLA
     m, count = MLA(**mla), old[0].count
-    new = [share(module_op(m, int(g.meta["hidden"]), ModuleShape(heads, b, s, p, gemm_dtype, kv_dtype), count), f)
-           for p, b, s, f in calls]
+    away = [apart(cal, p, gemm_dtype, kv_dtype) for p, *_ in calls]
+    shapes = [(ModuleShape(heads, b, s, p, gemm_dtype, kv_dtype), f) for p, b, s, f in calls]
+    hidden = int(g.meta["hidden"])
+    new = [share(module_op(m, hidden, sh, count, gemms=not a), f) for (sh, f), a in zip(shapes, away)]
+    new += [op for (sh, f), a in zip(shapes, away) if a
+            for op in projection_ops(m, hidden, replace(sh, batch=sh.batch * f), count)]
     first = g.ops.index(old[0])
     gone = {id(op) for op in old}
     ops = [op for op in g.ops[:first] if id(op) not in gone] + new + \
         [op for op in g.ops[first:] if id(op) not in gone]
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
-    names = ", ".join(module_kernel(p, gemm_dtype, kv_dtype) for p, *_ in calls)
+    names = ", ".join(module_kernel(p, gemm_dtype, kv_dtype) + (" less its projections, priced on the engine's GEMM "
+                                                                "classes" if a else "")
+                      for (p, *_), a in zip(calls, away))
     return out, (f"MLA attention priced as the whole module its engine's own tables time ({names}: projections, "
                  f"BMMs, attention, o_proj), not op by op")
