@@ -22,8 +22,8 @@ def test_serve_says_what_its_ttft_adds_up_from():
     schemas.validate(d)
     c = ironlaw.serve("llama3-8b", on="h100", concurrency=5, chunk=512).to_dict()
     assert c["ttft_s"] == pytest.approx(2 * c["mixed_step_s"])
-    assert c["ttft_why"].startswith("TTFT 84.3 ms = 2 mixed steps of 42.2 ms, the prompt's 1,024 tokens 512 per "
-                                    "step"), c["ttft_why"]
+    assert c["ttft_why"].startswith("TTFT 84.3 ms = 2 mixed steps of 42.2 ms, the prompt's 1,024 tokens in chunks "
+                                    "of 512"), c["ttft_why"]
     r = run_cli("serve", "llama3-8b", "--on", "h100", "--concurrency", "1")
     assert r.rc == 0 and d["ttft_why"] in _flat(r.out), r.out
 
