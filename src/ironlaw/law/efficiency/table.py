@@ -14,6 +14,7 @@ from .framework import with_framework_share
 from .grid import kernel_grid, key_block_share
 from .latency import class_latency_s, op_latency
 from .launches import walk_eta
+from .mmatile import mma_tile_eta
 from .overlap import epilogue_share, overlap_floor_s, serial_share
 from .splits import split_blocks
 from .tiles import causal_tiles, chunk_waves, query_waves
@@ -52,8 +53,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_m, lat = np.full(lead, eta_mem), np.full(lead, lat_s)
     epilogue = epilogue_share(hw.kind, cols)
     if cal is None:
-        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
-                     np.zeros(shape))
+        return Terms(np.minimum(np.broadcast_to(eta_c, shape), mma_tile_eta(hw, cols)), eta_m, None, lat,
+                     np.zeros(shape), epilogue, vector_eta, np.zeros(shape))
     cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
     grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw) * chunk_waves(cal, cols, hw, split)
@@ -61,11 +62,23 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
     floor_s, floor_share = overlap_floor_s(cal, cols)
-    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape),
+    eta_comp, kept = tile_bound(np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape), hw, cols)
+    return Terms(compute_eta=eta_comp,
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
                  latency_s=op_latency(cal, cols, lat) + class_latency_s(cal, cols, getattr(hw, "sms", None), split),
-                 serial=np.broadcast_to(serial_share(cal, cols), shape),
+                 serial=np.broadcast_to(serial_share(cal, cols) * kept, shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
                  vector_overlap=vector_overlap(cal, cols), floor_s=floor_s, floor_share=floor_share)
+
+
+def tile_bound(eta_comp: np.ndarray, hw: Hardware, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(η, kept): the compute η at most the MMA tile's filled rows (``mma_tile_eta``), and per op the share of its
+    fitted compute η the bound keeps. A shape table fitted where the weights' streaming binds (small M) leaves the
+    compute η unidentified; the bound makes the compute term physical, and the serial share, multiplied by ``kept``,
+    keeps the seconds the table fitted (serial × the table's compute term) wherever the data term still binds."""
+    bound = np.minimum(eta_comp, mma_tile_eta(hw, cols))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.where(eta_comp > 0, bound / eta_comp, 1.0)
+    return bound, kept
