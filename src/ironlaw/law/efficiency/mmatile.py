@@ -7,7 +7,7 @@ import numpy as np
 
 from ...core.gemmshape import gemm_dims, is_gemv, kn_rows
 from ...core.graph import Columns, KINDS
-from ...machine.hardware import Hardware
+from ...machine.calibration import Calibration
 from .shared import gemm_kernels, op_names, shape_tables
 
 # Rows of the smallest tensor-core tile a GEMM kernel issues, by maker (GPUs only). NVIDIA: Hopper's warpgroup MMA
@@ -22,18 +22,18 @@ MMA_TILE_ROWS = {"NVIDIA": 64.0}
 TILE_DTYPES = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp8", "mxfp4")
 
 
-def mma_tile_eta(hw: Hardware, cols: Columns) -> np.ndarray | float:
-    """(n_ops, *cfg) per op, the most of its unit's peak its useful FLOPs can reach, min(1, M / tile rows): a
-    plain GEMM (kind matmul of a ``TILE_DTYPES`` dtype, on a GPU of a maker in ``MMA_TILE_ROWS``) of M rows fills M of each MMA tile's rows and
-    computes the rest as padding. 1 for every other op: attention and convolutions (their own tiles), a kernel class
-    that is a GEMM table of its own (grouped expert GEMMs), and a row its table runs as a matrix-vector product
-    (``gemv_eta``: no tensor-core tile)."""
-    tile = MMA_TILE_ROWS.get(hw.maker) if hw.kind == "gpu" else None
+def mma_tile_eta(tile: float | None, cal: Calibration | None, cols: Columns) -> np.ndarray | float:
+    """(n_ops, *cfg) per op, the most of its unit's peak its useful FLOPs can reach, min(1, M / tile): a plain GEMM
+    (kind matmul of a ``TILE_DTYPES`` dtype) of M rows on a GPU whose maker's MMA tile has ``tile`` rows
+    (``MMA_TILE_ROWS``; None: no bound) fills M of each tile's rows and computes the rest as padding; ``cal``, the
+    device's calibration (or None), names the ops exempt below. 1 for every other op: attention and convolutions
+    (their own tiles), a kernel class that is a GEMM table of its own (grouped expert GEMMs), a matmul without
+    weights or a stated shape (its M unknown), and a row its table runs as a matrix-vector product (``gemv_eta``: no
+    tensor-core tile)."""
     lead = (-1,) + (1,) * len(cols.cfg_shape)
     rows = ((np.array(KINDS)[cols.kind_idx] == "matmul") & np.isin(cols.dtypes, TILE_DTYPES)).reshape(lead)
     if tile is None or not rows.any():
         return 1.0
-    cal = hw.calibration
     if cal is not None:
         names = op_names(cols, "kernels")
         rows = rows & ~np.isin(names, [name for name, _ in gemm_kernels(cal, names)]).reshape(lead)
