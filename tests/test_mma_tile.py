@@ -25,7 +25,7 @@ def test_h100_and_h200_price_a_gemv_compute_alike(dtype):
     assert c100 / c200 == pytest.approx(ratio, rel=0.05)
 
 
-@pytest.mark.parametrize("gpu", ["h100", "h200", "b200"])
+@pytest.mark.parametrize("gpu", ["h100", "h200", "b200", "h20"])     # h20: no [calibration], the flat η
 @pytest.mark.parametrize("m", [1, 8, 32])
 def test_a_small_m_gemm_computes_at_most_m_over_the_tile(gpu, m):
     hw = hardware.get(gpu)
