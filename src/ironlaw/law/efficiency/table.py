@@ -55,8 +55,8 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_m, lat = np.full(lead, eta_mem), np.full(lead, lat_s)
     epilogue = epilogue_share(hw.kind, cols)
     if cal is None:
-        return Terms(np.minimum(np.broadcast_to(eta_c, shape), mma_tile_eta(tile, None, cols)), eta_m, None, lat,
-                     np.zeros(shape), epilogue, vector_eta, np.zeros(shape))
+        return Terms(np.broadcast_to(eta_c, shape), eta_m, None, lat, np.zeros(shape), epilogue, vector_eta,
+                     np.zeros(shape))
     cols, math = with_variants(cal, cols, hw)
     split = split_blocks(cal, cols, hw)
     grid = kernel_grid(cal, cols, split) * query_waves(cal, cols, hw) * chunk_waves(cal, cols, hw, split)
@@ -81,7 +81,9 @@ def tile_bound(eta_comp: np.ndarray, tile: float | None, cal: Calibration,
     """(η, kept): the compute η at most the MMA tile's filled rows (``mma_tile_eta``), and per op the share of its
     fitted compute η the bound keeps. A shape table fitted where the weights' streaming binds (small M) leaves the
     compute η unidentified; the bound makes the compute term physical, and the serial share, multiplied by ``kept``,
-    keeps the seconds the table fitted (serial × the table's compute term) wherever the data term still binds."""
+    keeps the seconds the table fitted (serial × the table's compute term) wherever the data term still binds. Only a
+    calibrated device's: there M is already read from the op's bytes (``gemm_dims``); a device without a table keeps
+    its flat per-kind η, bytes never changing its compute (tests/test_law_properties.py)."""
     bound = np.minimum(eta_comp, mma_tile_eta(tile, cal, cols))
     with np.errstate(divide="ignore", invalid="ignore"):
         kept = np.where(eta_comp > 0, bound / eta_comp, 1.0)
