@@ -8,12 +8,14 @@ import numpy as np
 
 from ...core.graph import Columns, KINDS
 from ...machine.cache import pack_limit_bytes
+from ...machine.calibration import Calibration
 from ...machine.hardware import Hardware
 from .eta import compute_eta, memory_eta
 from .framework import with_framework_share
 from .grid import kernel_grid, key_block_share
 from .latency import class_latency_s, op_latency
 from .launches import walk_eta
+from .mmatile import MMA_TILE_ROWS, mma_tile_eta
 from .overlap import epilogue_share, overlap_floor_s, serial_share
 from .splits import split_blocks
 from .tiles import causal_tiles, chunk_waves, query_waves
@@ -45,6 +47,7 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     per stored row applies only to weights read from device memory)."""
     per_kind = np.array([hw.eta(k) for k in KINDS])          # the device, read once
     eta_mem, lat_s, vector_eta, cal = hw.efficiency["memory"], hw.op_latency_s, hw.eta("elementwise"), hw.calibration
+    tile = MMA_TILE_ROWS.get(hw.maker) if hw.kind == "gpu" else None
     limit = pack_limit_bytes(hw) if cal is not None else None
     lead = (len(cols.kind_idx),) + (1,) * len(cols.cfg_shape)
     shape = cols.flops.shape
@@ -61,11 +64,27 @@ def evaluate(cols: Columns, hw: Hardware, resident=None) -> Terms:
     eta_comp = np.minimum(compute_eta(cal, cols, eta_c, grid, split) * math, eta_walk)
     keys_read, bytes_read = key_block_share(cal, cols)
     floor_s, floor_share = overlap_floor_s(cal, cols)
-    return Terms(compute_eta=np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape),
+    eta_comp, kept = tile_bound(np.broadcast_to(eta_comp / keys_read / causal_tiles(cal, cols), shape), tile,
+                                 cal, cols)
+    return Terms(compute_eta=eta_comp,
                  memory_eta=memory_eta(cal, cols, eta_m, grid=grid) / bytes_read,
                  memory_eta_base=memory_eta(cal, cols, np.full(lead, eta_mem), own=False, grid=grid) / bytes_read,
                  latency_s=op_latency(cal, cols, lat) + class_latency_s(cal, cols, getattr(hw, "sms", None), split),
-                 serial=np.broadcast_to(serial_share(cal, cols), shape),
+                 serial=np.broadcast_to(serial_share(cal, cols) * kept, shape),
                  epilogue=epilogue, vector_eta=vector_eta,
                  extra_bytes=np.broadcast_to(extra_weight_bytes(cal, cols, limit, resident), shape),
                  vector_overlap=vector_overlap(cal, cols), floor_s=floor_s, floor_share=floor_share)
+
+
+def tile_bound(eta_comp: np.ndarray, tile: float | None, cal: Calibration,
+               cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    """(η, kept): the compute η at most the MMA tile's filled rows (``mma_tile_eta``), and per op the share of its
+    fitted compute η the bound keeps. A shape table fitted where the weights' streaming binds (small M) leaves the
+    compute η unidentified; the bound makes the compute term physical, and the serial share, multiplied by ``kept``,
+    keeps the seconds the table fitted (serial × the table's compute term) wherever the data term still binds. Only a
+    calibrated device's: there M is already read from the op's bytes (``gemm_dims``); a device without a table keeps
+    its flat per-kind η, bytes never changing its compute (tests/test_law_properties.py)."""
+    bound = np.minimum(eta_comp, mma_tile_eta(tile, cal, cols))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.where(eta_comp > 0, bound / eta_comp, 1.0)
+    return bound, kept
