@@ -151,3 +151,15 @@ def test_the_chunked_ttft_reads_as_chunks():
                         concurrency=4).to_dict()["ttft_why"]
     assert "= 3 mixed steps of" in why
     assert why.endswith("the prompt's 20,000 tokens in chunks of 8,188 beside the decode batch")
+
+
+@pytest.mark.parametrize("flag,value", [("--enable-expert-parallel", []), ("--ep-size", ["4"])])
+def test_the_engines_expert_parallel_flag_names_ep_under_tp_attention(flag, value):
+    """vLLM's --enable-expert-parallel without data parallelism (SGLang's --ep-size) is EP under TP attention, which
+    ``serve --engine vllm|sglang --ep N`` prices without --attention-dp; the line names both layouts."""
+    line = one_line_error(run_cli("serve", "qwen3-30b-a3b", "--on", "h100", "--engine", "vllm", flag, *value))
+    assert line.startswith(f"ironlaw: error: serve takes no {flag}: expert parallelism is --ep N equal to --tp")
+    assert "without --attention-dp vLLM's and SGLang's EP under TP attention" in line
+    ok = run_cli("serve", "qwen3-30b-a3b", "--on", "h100", "--engine", "vllm", "--max-throughput", "--tp", "4",
+                 "--ep", "4", "--prompt", "256", "--output", "64", "--requests", "16")
+    assert ok.rc == 0, ok.err
