@@ -25,7 +25,6 @@ HALF = "bf16"
 # a module class's field saying its table times the module less its projections, which the step prices op by op on
 # the engine's GEMM classes (``kernelfit.forms.module_form``): ``gemms = "apart"``
 APART = "apart"
-# the module's attention core: one latent KV head shared by every query head (the tables' rows, ``num_heads`` per GPU)
 
 
 def module_kernel(phase: str, gemm_dtype: str, kv_dtype: str) -> str:
@@ -52,7 +51,8 @@ class ModuleShape:
 
 @dataclass(frozen=True)
 class _Heads:
-    """What ``attention_core`` reads of an architecture: every query head over one shared latent KV head."""
+    """What ``attention_core`` reads of an architecture: every query head over one shared latent KV head (the
+    tables' rows, ``num_heads`` per GPU)."""
     heads: int
     kv_heads: int
     local: str = "window"
@@ -170,7 +170,6 @@ def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtyp
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
     names = ", ".join(module_kernel(p, gemm_dtype, kv_dtype) + (" less its projections, priced on the engine's GEMM "
-                                                                "classes" if a else "")
+                                                                "classes" if a else " with its projections")
                       for (p, *_), a in zip(calls, away))
-    return out, (f"MLA attention priced as the whole module its engine's own tables time ({names}: projections, "
-                 f"BMMs, attention, o_proj), not op by op")
+    return out, f"MLA attention priced as the module its engine's own tables time ({names}), not op by op"
