@@ -49,28 +49,6 @@ class ModuleShape:
         return self.batch if self.phase == "decode" else self.batch * self.seq
 
 
-@dataclass(frozen=True)
-class _Heads:
-    """What ``attention_core`` reads of an architecture: every query head over one shared latent KV head (the
-    tables' rows, ``num_heads`` per GPU)."""
-    heads: int
-    kv_heads: int
-    local: str = "window"
-    sinks: bool = False
-    encoder: bool = False
-
-
-@dataclass(frozen=True)
-class _Shape:
-    b: float
-    s: float
-    phase: str
-
-    @property
-    def tokens(self) -> float:
-        return self.b if self.phase == "decode" else self.b * self.s
-
-
 def projections(m, hidden: int, heads: int, phase: str) -> tuple[list, list]:
     """([(K, N)] of the module's GEMMs, [(K, N)] per head of its per-head BMMs) for ``heads`` heads on the GPU: the
     down-projection (q latent, KV latent, rotary key; replicated, not split by TP), q_b_proj, kv_b_proj (prefill) or
@@ -89,8 +67,8 @@ def module_op(m, hidden: int, s: ModuleShape, count: int = 1, gemms: bool = True
     read and written (module docstring); without ``gemms``, the module less its projections (the GEMMs of
     ``projections``, which a class whose ``gemms`` is ``APART`` leaves to the engine's GEMM classes): the attention
     core and, decoding, the per-head BMMs."""
-    from ....models.workloads.attention import attention_core, mla_geometry
-    core = attention_core(_Heads(s.heads, s.heads), _Shape(s.batch, s.seq, s.phase), HALF, None, count, 1,
+    from ....models.workloads.attention import CoreHeads, CoreShape, attention_core, mla_geometry
+    core = attention_core(CoreHeads(s.heads, s.heads), CoreShape(s.batch, s.seq, s.phase), HALF, None, count, 1,
                           mla_geometry(m, s.heads, s.phase))
     gemms_kn, bmms = projections(m, hidden, s.heads, s.phase)
     gemms_kn, io = (gemms_kn, 1.0) if gemms else ([], 0.0)
