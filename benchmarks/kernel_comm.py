@@ -165,6 +165,12 @@ VLLM = "allreduce-vllm"               # machine.network.curves.VLLM_ALLREDUCE
 VLLM_GRAPH = "vllm_graph"             # the rows timed inside a CUDA graph, as vLLM's captured steps run it
 SGLANG = "allreduce-sglang"           # machine.network.curves.SGLANG_ALLREDUCE
 SGLANG_GRAPH = "sglang_graph"         # the rows timed by a CUDA graph's replay, as SGLang's captured steps run it
+# an engine's own all-reduce as its catalog source names it: (collective, engine, its dispatch, how its rows were
+# timed, their backend column)
+VLLM_OWN = (VLLM, "vLLM", "its custom all-reduce over NVLink peer memory where it takes the message, symmetric memory "
+            "or NCCL beyond", "timed inside a CUDA graph", VLLM_GRAPH)
+SGLANG_OWN = (SGLANG, "SGLang", "its JIT custom all-reduce over NVLink peer memory up to 16 MiB, NCCL beyond",
+              "timed by a CUDA graph's replay", SGLANG_GRAPH)
 # an engine's comm/<engine>/ folder -> (its all-reduce's collective, the backend of its rows timed in a CUDA graph)
 ENGINES = {"vllm": (VLLM, VLLM_GRAPH), "sglang": (SGLANG, SGLANG_GRAPH)}
 OWN = (TRTLLM, VLLM, SGLANG)          # the engines' own all-reduce ops, beside NCCL's collectives
@@ -234,20 +240,9 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
                f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
         trt_fit = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, even-ranked message sizes"'
         trt_held = f', "{PACKAGE} {system} trtllm 1.3.0rc20 custom_allreduce_perf: bf16, odd-ranked message sizes"'
-    if vllm:
-        table = f"systems/data/{Path(vllm[0]).with_suffix('.parquet')}"
-        k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == VLLM)
-        trt += (f"; collective {VLLM}: vLLM {vllm[1]}'s tensor-parallel all-reduce "
-                f"(tensor_model_parallel_all_reduce: its custom all-reduce over NVLink peer memory where it takes the "
-                f"message, symmetric memory or NCCL beyond) timed inside a CUDA graph ({VLLM_GRAPH} rows) by {PACKAGE}, "
-                f"{table}, the same lines fitted on every other message size ({k} rows) regime by regime between the "
-                f"sizes where vLLM changes kernel (from_bytes; ironlaw.measure.calibrate.commswitch): what vLLM's "
-                f"engine runs a "
-                f"tensor-parallel all-reduce with (models/serving/step/collectives.py)")
-        trt_fit += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, even-ranked message sizes"'
-        trt_held += f', "{PACKAGE} {system} vllm {vllm[1]} custom_allreduce_perf: {VLLM_GRAPH} bf16, odd-ranked message sizes"'
-    if sglang:
-        trt, trt_fit, trt_held = _sglang_parts(gpu, system, sglang, fits, (trt, trt_fit, trt_held))
+    for own, engine in ((vllm, VLLM_OWN), (sglang, SGLANG_OWN)):
+        if own:
+            trt, trt_fit, trt_held = _own_parts(gpu, system, own, fits, (trt, trt_fit, trt_held), engine)
     beyond = ("groups across nodes: NCCL all-reduce and send/recv on DGX A100 by microsoft/vidur (MIT), fitted by "
               "benchmarks/fit_nccl_a100.py (ironlaw.machine.network.calibration.A100_VIDUR: per-call launch, "
               "per-link efficiency, an InfiniBand ceiling of 19.85 GB/s per node); that cluster's InfiniBand "
@@ -273,19 +268,22 @@ def network_block(gpu: str, fits: dict, meta: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _sglang_parts(gpu: str, system: str, sglang: tuple, fits: dict, parts: tuple) -> tuple[str, str, str]:
-    """``parts`` (the source's engine clauses, the fitted and held-out lists' tails) with SGLang's all-reduce's."""
+def _own_parts(gpu: str, system: str, own: tuple, fits: dict, parts: tuple, engine: tuple) -> tuple[str, str, str]:
+    """``parts`` (the source's engine clauses, the fitted and held-out lists' tails) with the all-reduce clause of
+    ``engine`` (``VLLM_OWN``, ``SGLANG_OWN``: its collective, name, dispatch, how its rows were timed, their backend)
+    on ``own``, its (table, version)."""
     trt, trt_fit, trt_held = parts
-    table = f"systems/data/{Path(sglang[0]).with_suffix('.parquet')}"
-    k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == SGLANG)
-    trt += (f"; collective {SGLANG}: SGLang {sglang[1]}'s tensor-parallel all-reduce (tensor_model_parallel_all_reduce: "
-            f"its JIT custom all-reduce over NVLink peer memory up to 16 MiB, NCCL beyond) timed by a CUDA graph's replay "
-            f"({SGLANG_GRAPH} rows) by {PACKAGE}, {table}, the same lines fitted on every other message size ({k} rows) "
-            f"regime by regime between the sizes where SGLang changes kernel (from_bytes; "
-            f"ironlaw.measure.calibrate.commswitch): what SGLang's engine runs a tensor-parallel all-reduce with "
+    coll, label, dispatch, timed, graph = engine
+    table = f"systems/data/{Path(own[0]).with_suffix('.parquet')}"
+    k = sum(n for (g, c, _), (_, n) in fits.items() if g == gpu and c == coll)
+    trt += (f"; collective {coll}: {label} {own[1]}'s tensor-parallel all-reduce (tensor_model_parallel_all_reduce: "
+            f"{dispatch}) {timed} ({graph} rows) by {PACKAGE}, {table}, the same lines fitted on every other message "
+            f"size ({k} rows) regime by regime between the sizes where {label} changes kernel (from_bytes; "
+            f"ironlaw.measure.calibrate.commswitch): what {label}'s engine runs a tensor-parallel all-reduce with "
             f"(models/serving/step/collectives.py)")
-    trt_fit += f', "{PACKAGE} {system} sglang {sglang[1]} custom_allreduce_perf: {SGLANG_GRAPH} bf16, even-ranked message sizes"'
-    trt_held += f', "{PACKAGE} {system} sglang {sglang[1]} custom_allreduce_perf: {SGLANG_GRAPH} bf16, odd-ranked message sizes"'
+    name = label.lower()
+    trt_fit += f', "{PACKAGE} {system} {name} {own[1]} custom_allreduce_perf: {graph} bf16, even-ranked message sizes"'
+    trt_held += f', "{PACKAGE} {system} {name} {own[1]} custom_allreduce_perf: {graph} bf16, odd-ranked message sizes"'
     return trt, trt_fit, trt_held
 
 

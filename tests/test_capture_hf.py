@@ -106,9 +106,9 @@ def test_bad_configs_are_one_line_errors(tmp_path):
 
 
 def test_transformers_warnings_become_the_graphs_notes(capsys):
-    """Capturing Qwen3-Next without flash-linear-attention printed four stderr lines of over 200 columns, one per
-    kernel transformers ran as reference PyTorch code; they are one note (the graph holds that code's ops), and
-    any other warning a note as said."""
+    """Capturing Qwen3-Next without flash-linear-attention, transformers warns once per kernel it runs as reference
+    PyTorch code (lines of over 200 columns); they are one note (the graph holds that code's ops), any other warning
+    a note as said, and nothing reaches stderr."""
     import logging
     said = "`{}` is falling back to its reference PyTorch implementation because `{}` is either not installed or " \
            "doesn't support the device of the inputs. This is correct but much slower."

@@ -238,8 +238,8 @@ def test_what_ifs_tell_a_captured_linear_s_dgrad_and_wgrad_as_backward(models):
 
 
 def test_the_callers_notes_join_the_captures_own(models):
-    """A caller's notes (hf capture's "captured with cpu kernels") were written over the capture's own: the roles
-    note of the unpaired linear was lost on a machine without CUDA. Both are kept, the capture's first."""
+    """A caller's notes (hf capture's "captured with cpu kernels") join the capture's own (the roles note of the
+    unpaired linear): both are kept, the capture's first."""
     m, args = models[1]["unpaired"]()
     g = capture_graph(m, args, phase="infer", meta={"notes": ["captured with cpu kernels: this torch has no cuda"]})
     assert len(g.meta["notes"]) == 2 and "could not tell the tensor-parallel role" in g.meta["notes"][0]

@@ -197,8 +197,8 @@ def test_mxfp4_experts_run_on_the_weight_only_moe_class_where_fitted():
 
 
 def test_a_config_given_by_path_names_its_path_once():
-    """``analyze hf:PATH/gpt-oss-20b.json`` said "from hf:PATH's checkpoint (PATH: quantization_config …)", the
-    path twice in one line."""
+    """``analyze hf:PATH/gpt-oss-20b.json`` names the checkpoint's source with its path once: 'the checkpoint
+    (PATH: quantization_config …)'."""
     from pathlib import Path
     path = Path(__file__).parent / "data" / "llm_configs" / "gpt-oss-20b.json"
     g = resolve(Request(f"hf:{path}", phase="decode", seq=1024))

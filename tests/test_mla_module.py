@@ -131,7 +131,12 @@ def test_a_prefill_class_fitted_apart_prices_the_prompts_projections_as_gemms_be
                                                                       + 16 * 128 * 7168))
     prefill = next(op for op in out.ops if op.name == "attention.module.prefill")
     decode = next(op for op in out.ops if op.name == "attention.module.decode")
-    assert prefill.bytes["weights"] == 0 and decode.bytes["weights"] > 0 and "less its projections" in note
+    assert prefill.bytes["weights"] == 0 and decode.bytes["weights"] > 0
+    assert "mla_module_decode_fp8_kv_bf16 with its projections, mla_module_prefill_fp8_kv_bf16 less its projections" \
+        in note and "o_proj" not in note
+    _, whole_note = with_module(est.graph, _cal(False), 16, calls, "fp8", "bf16")
+    assert "less its projections" not in whole_note
+    assert "mla_module_prefill_fp8_kv_bf16 with its projections" in whole_note
 
 
 def test_calibration_names_only_the_apart_form():

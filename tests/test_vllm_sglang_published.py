@@ -156,7 +156,7 @@ def test_latency_runs_are_priced_at_their_concurrency_apart_from_the_summary(sco
 def test_async_scheduling_rows_parse_and_each_has_its_serial_twin():
     """Rows 85-89: gpt-oss-20b/h100's vLLM runs with --async-scheduling; rows 90-100: the page gpt-oss-20b/a100, its
     vLLM runs serial and async and its SGLang run; appended (the rows before keep their numbers), each async run
-    beside the serial run of the same page, model, weights and workload; the header no longer lists the flag as left
+    beside the serial run of the same page, model, weights and workload; the header does not list the flag as left
     out."""
     rows = {r["row"]: r for r in bench.load()}
     assert [n for n, r in rows.items() if bench.async_scheduling(r)] == [85, 86, 87, 88, 89, 96, 97, 98, 99, 100]

@@ -123,7 +123,8 @@ ENGINE_FLAGS = {
     ("--num-prompts",): "requests queued are --requests N (with --max-throughput)",
     ("--model", "--model-path"): "the model is the first argument: ironlaw serve SPEC --on HW",
     ("--enable-expert-parallel", "--ep-size", "--ep_size"):
-        "expert parallelism is --ep N (with --max-throughput --attention-dp)",
+        "expert parallelism is --ep N equal to --tp (with --max-throughput): without --attention-dp vLLM's and "
+        "SGLang's EP under TP attention (--engine vllm|sglang), with it TensorRT-LLM's recipe",
     ("--enable-dp-attention",): "attention data parallelism is --attention-dp (with --max-throughput)",
 }
 

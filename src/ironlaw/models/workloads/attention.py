@@ -32,6 +32,8 @@ engines replicate rather than split.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...core import flopcount
@@ -42,6 +44,29 @@ from .common import elementwise, linear
 from .hfconfig import Arch
 
 ROPE_FLOPS = 3.0                                            # x·cos + rotate(x)·sin
+
+
+@dataclass(frozen=True)
+class CoreHeads:
+    """What ``attention_core`` reads of an architecture, for a caller that has heads but no ``Arch`` (a kernel
+    table's row, an MLA module class: ``kv_heads`` = ``heads``, one shared latent head per query head)."""
+    heads: int
+    kv_heads: int
+    local: str = "window"
+    sinks: bool = False
+    encoder: bool = False
+
+
+@dataclass(frozen=True)
+class CoreShape:
+    """What ``attention_core`` reads of a step: ``b`` sequences of ``s`` tokens (decode: ``s`` cached, one new)."""
+    b: float
+    s: float
+    phase: str
+
+    @property
+    def tokens(self) -> float:
+        return self.b if self.phase == "decode" else self.b * self.s
 
 
 # ---------------------------------------------------------------------- keys per query, cache per layer

@@ -73,35 +73,14 @@ def gemm_op(r, g: Group):
     return gemm(spec, Request(f"gemm:{spec}", phase="infer", dtype=g.key[1], device="cuda")).ops[0]
 
 
-@dataclass(frozen=True)
-class _Heads:
-    """The part of a model's architecture one attention op reads (``models.workloads.attention.attention_core``)."""
-    heads: int
-    kv_heads: int
-    local: str = "window"
-    sinks: bool = False
-    encoder: bool = False
-
-
-@dataclass(frozen=True)
-class _Shape:
-    b: float
-    s: float
-    phase: str
-
-    @property
-    def tokens(self) -> float:
-        return self.b if self.phase == "decode" else self.b * self.s
-
-
 def attention_op(r, g: Group):
     """The analytic transformer's attention op of one row (window 0: global), its KV cache in the row's dtype."""
     from ....models.serving.online import with_kv_dtype
-    from ....models.workloads.attention import attention_core
+    from ....models.workloads.attention import CoreHeads, CoreShape, attention_core
     phase = "prefill" if g.op == "context_attention" else "decode"
     dt, kv = _row_dtype(r.attn_dtype, g), _row_dtype(r.kv_cache_dtype, g)
-    a = _Heads(int(r.num_heads), int(r.num_key_value_heads))
-    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    a = CoreHeads(int(r.num_heads), int(r.num_key_value_heads))
+    sh = CoreShape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     d, kvd, qd = int(r.head_dim), int(r.num_key_value_heads) * int(r.head_dim), int(r.num_heads) * int(r.head_dim)
     geo = {"qk": d, "pv": d, "q": qd, "kv_new": 2 * kvd, "o": qd, "cache": 2 * kvd, "shape": f"{a.heads}/{a.kv_heads}x{d}"}
     op = attention_core(a, sh, dt, int(r.window_size) or None, 1, 1, geo)
@@ -115,12 +94,12 @@ def mla_op(r, g: Group):
     """The analytic transformer's MLA attention op of one row (DeepSeek-V3's dims, ``MLA_DIMS``; ``num_heads`` the
     heads on one GPU), its cache in the row's KV dtype."""
     from ....models.serving.online import with_kv_dtype
-    from ....models.workloads.attention import attention_core, mla_geometry
+    from ....models.workloads.attention import CoreHeads, CoreShape, attention_core, mla_geometry
     phase = PHASES[g.op]
     xqa = g.key[1].endswith("_mla_xqa")          # the XQA MLA kernel's rows: its math in FP8 (``_mla_groups``)
     dt, kv = "fp8" if xqa else _row_dtype(r.mla_dtype, g), _row_dtype(r.kv_cache_dtype, g)
-    a = _Heads(int(r.num_heads), int(r.num_heads))
-    sh = _Shape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
+    a = CoreHeads(int(r.num_heads), int(r.num_heads))
+    sh = CoreShape(float(r.batch_size), float(r.step if phase == "decode" else r.isl), phase)
     op = with_kv_dtype(Graph("attention", phase, dt, [attention_core(a, sh, dt, None, 1, 1,
                                                                   mla_geometry(MLA_DIMS, a.heads, phase))]), kv).ops[0]
     if xqa:                                      # the variant class's rows, named as ``efficiency.with_variants`` does

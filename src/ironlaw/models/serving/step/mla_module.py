@@ -25,7 +25,6 @@ HALF = "bf16"
 # a module class's field saying its table times the module less its projections, which the step prices op by op on
 # the engine's GEMM classes (``kernelfit.forms.module_form``): ``gemms = "apart"``
 APART = "apart"
-# the module's attention core: one latent KV head shared by every query head (the tables' rows, ``num_heads`` per GPU)
 
 
 def module_kernel(phase: str, gemm_dtype: str, kv_dtype: str) -> str:
@@ -50,27 +49,6 @@ class ModuleShape:
         return self.batch if self.phase == "decode" else self.batch * self.seq
 
 
-@dataclass(frozen=True)
-class _Heads:
-    """What ``attention_core`` reads of an architecture: every query head over one shared latent KV head."""
-    heads: int
-    kv_heads: int
-    local: str = "window"
-    sinks: bool = False
-    encoder: bool = False
-
-
-@dataclass(frozen=True)
-class _Shape:
-    b: float
-    s: float
-    phase: str
-
-    @property
-    def tokens(self) -> float:
-        return self.b if self.phase == "decode" else self.b * self.s
-
-
 def projections(m, hidden: int, heads: int, phase: str) -> tuple[list, list]:
     """([(K, N)] of the module's GEMMs, [(K, N)] per head of its per-head BMMs) for ``heads`` heads on the GPU: the
     down-projection (q latent, KV latent, rotary key; replicated, not split by TP), q_b_proj, kv_b_proj (prefill) or
@@ -89,8 +67,8 @@ def module_op(m, hidden: int, s: ModuleShape, count: int = 1, gemms: bool = True
     read and written (module docstring); without ``gemms``, the module less its projections (the GEMMs of
     ``projections``, which a class whose ``gemms`` is ``APART`` leaves to the engine's GEMM classes): the attention
     core and, decoding, the per-head BMMs."""
-    from ....models.workloads.attention import attention_core, mla_geometry
-    core = attention_core(_Heads(s.heads, s.heads), _Shape(s.batch, s.seq, s.phase), HALF, None, count, 1,
+    from ....models.workloads.attention import CoreHeads, CoreShape, attention_core, mla_geometry
+    core = attention_core(CoreHeads(s.heads, s.heads), CoreShape(s.batch, s.seq, s.phase), HALF, None, count, 1,
                           mla_geometry(m, s.heads, s.phase))
     gemms_kn, bmms = projections(m, hidden, s.heads, s.phase)
     gemms_kn, io = (gemms_kn, 1.0) if gemms else ([], 0.0)
@@ -170,7 +148,6 @@ def with_module(g: Graph, cal, heads: int, calls: list, gemm_dtype: str, kv_dtyp
     out = Graph(g.name, g.phase, g.dtype, ops, footprint=dict(g.footprint), meta=dict(g.meta),
                 uncounted_ops=dict(g.uncounted_ops))
     names = ", ".join(module_kernel(p, gemm_dtype, kv_dtype) + (" less its projections, priced on the engine's GEMM "
-                                                                "classes" if a else "")
+                                                                "classes" if a else " with its projections")
                       for (p, *_), a in zip(calls, away))
-    return out, (f"MLA attention priced as the whole module its engine's own tables time ({names}: projections, "
-                 f"BMMs, attention, o_proj), not op by op")
+    return out, f"MLA attention priced as the module its engine's own tables time ({names}), not op by op"
