@@ -163,3 +163,15 @@ def test_module_rows_fitted_apart_are_timed_less_the_projections_on_the_gemm_cla
     (whole,), (apart,) = observations(g, g.rows, hw), observations(split, g.rows, hw)
     assert whole.offset_s == 0 and 0 < apart.offset_s < whole.time_s
     assert apart.op.flops < whole.op.flops
+
+
+def test_the_decode_module_reads_the_cache_of_the_real_sequences_not_the_graphs_padded_slots():
+    """5 sequences replay vLLM's 8-slot CUDA graph; the 3 padded slots hold no cache, so the module op reads the KV
+    cache of 5 sequences, as the op-by-op step's attention does."""
+    run = _run("vllm")
+    ops = {}
+    for n, pad in ((5, True), (5, False), (8, True)):
+        _, est = step.step_seconds(run, n, 0.0, 0.0, pad=pad)
+        ops[n, pad] = next(op for op in est.graph.ops if op.name == "attention.module.decode")
+    assert ops[5, True].bytes["kv_cache"] == pytest.approx(ops[5, False].bytes["kv_cache"])
+    assert ops[5, True].bytes["kv_cache"] == pytest.approx(ops[8, True].bytes["kv_cache"] * 5 / 8)

@@ -58,3 +58,14 @@ def test_no_bound_beyond_a_tile_or_off_the_tensor_cores(gpu, shape, dtype, monke
     bound = law.predict(g, hw)
     monkeypatch.setattr(mmatile, "MMA_TILE_ROWS", {})
     assert np.array_equal(bound.terms.compute_eta, law.predict(g, hw).terms.compute_eta)
+
+
+def test_an_op_no_tile_bounds_keeps_a_compute_eta_above_one(monkeypatch):
+    """The bound only lowers: an op whose η comes out above 1 (FLOPs counted over work done, e.g. causal tiles
+    skipped or FP8 keys read at half the bytes) and that no MMA tile bounds keeps it, and its serial share."""
+    import numpy as np
+    from ironlaw.law.efficiency import table
+    monkeypatch.setattr(table, "mma_tile_eta", lambda tile, cal, cols: np.array([1.0, 1.0, 1 / 64]))
+    eta, kept = table.tile_bound(np.array([1.6, 0.5, 0.8]), 64.0, None, None)
+    assert eta.tolist() == pytest.approx([1.6, 0.5, 1 / 64])
+    assert kept.tolist() == pytest.approx([1.0, 1.0, 1 / 64 / 0.8])

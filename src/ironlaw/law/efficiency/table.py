@@ -84,7 +84,8 @@ def tile_bound(eta_comp: np.ndarray, tile: float | None, cal: Calibration,
     keeps the seconds the table fitted (serial × the table's compute term) wherever the data term still binds. Only a
     calibrated device's: there M is already read from the op's bytes (``gemm_dims``); a device without a table keeps
     its flat per-kind η, bytes never changing its compute (tests/test_law_properties.py)."""
-    bound = np.minimum(eta_comp, mma_tile_eta(tile, cal, cols))
+    tile_eta = mma_tile_eta(tile, cal, cols)      # 1 for an op no tile bounds, whose η may exceed 1 (work counted
+    bound = np.where(tile_eta < 1.0, np.minimum(eta_comp, tile_eta), eta_comp)    # over work done): left as it is
     with np.errstate(divide="ignore", invalid="ignore"):
         kept = np.where(eta_comp > 0, bound / eta_comp, 1.0)
     return bound, kept

@@ -95,7 +95,7 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
         g = shard_ep_under_tp(g, run.hw, run.lay)
     elif run.lay.tp > 1:
         g = parallel.shard_inference(g, run.hw, {"tp": run.lay.tp, "gpus": run.lay.tp})
-    g = module_step(run, g, decode, prefill_tokens, gemm if pad else decode)
+    g = module_step(run, g, decode, prefill_tokens, decode)
     prompts = max(contexts, 1.0) if prefill_tokens > 0 else 0.0
     t, est = priced(run, _stage(engine_collectives(run, g), run.lay), eager=not pad, sequences=decode + prompts,
                     prompts=prompts)
@@ -107,7 +107,8 @@ def _one_step(run: EngineRun, decode: int, prefill_tokens: float, contexts: floa
 def module_step(run: EngineRun, g: Graph, decode: int, prefill_tokens: float, batch: int) -> Graph:
     """``g`` (one attention rank's step, sharded) with an MLA model's attention module priced as the framework's
     module class where the engine's calibration holds it (``ServingConstants.mla_module``, ``with_module``): the
-    decode sequences (``batch``: as the CUDA graph replays them, padded) at the step's context, the prompt tokens
+    decode sequences (``batch``: the real ones, not the CUDA graph's padded slots, which hold no cache and read
+    none, as the op-by-op step's attention counts them) at the step's context, the prompt tokens
     as their share of one prompt's module (as the step prices a prefill chunk's attention, ``step_graph``); ``g`` as it is otherwise. The note saying so rides in ``meta["mla_module"]``."""
     if not run.constants.mla_module or decode < 1 and prefill_tokens <= 0:
         return g
