@@ -26,12 +26,16 @@ def mma_tile_eta(tile: float | None, cal: Calibration | None, cols: Columns) -> 
     """(n_ops, *cfg) per op, the most of its unit's peak its useful FLOPs can reach, min(1, M / tile): a plain GEMM
     (kind matmul of a ``TILE_DTYPES`` dtype) of M rows on a GPU whose maker's MMA tile has ``tile`` rows
     (``MMA_TILE_ROWS``; None: no bound) fills M of each tile's rows and computes the rest as padding; ``cal``, the
-    device's calibration (or None), names the ops exempt below. 1 for every other op: attention and convolutions
-    (their own tiles), a kernel class that is a GEMM table of its own (grouped expert GEMMs), a matmul without
-    weights or a stated shape (its M unknown), and a row its table runs as a matrix-vector product (``gemv_eta``: no
-    tensor-core tile)."""
+    device's calibration (or None), names the ops exempt below. Only a dtype whose GEMM table is fitted on measured
+    kernels (``gemm <dtype>`` in the calibration's provenance): there the weights' streaming can leave the fitted
+    compute η unidentified at small M; a datasheet device's, or an engine constants' half-point table, is not bounded
+    (its GEMV stays priced by its streaming, ``gemmshape.gemv_m_half_max``). 1 for every other op: attention and
+    convolutions (their own tiles), a kernel class that is a GEMM table of its own (grouped expert GEMMs), a matmul
+    without weights or a stated shape (its M unknown), and a row its table runs as a matrix-vector product
+    (``gemv_eta``: no tensor-core tile)."""
     lead = (-1,) + (1,) * len(cols.cfg_shape)
-    rows = ((np.array(KINDS)[cols.kind_idx] == "matmul") & np.isin(cols.dtypes, TILE_DTYPES)).reshape(lead)
+    fitted = [dt for dt in TILE_DTYPES if cal is not None and f"gemm {dt}" in (cal.provenance or {})]
+    rows = ((np.array(KINDS)[cols.kind_idx] == "matmul") & np.isin(cols.dtypes, fitted)).reshape(lead)
     if tile is None or not rows.any():
         return 1.0
     if cal is not None:
