@@ -45,8 +45,14 @@ class ModuleShape:
     kv_dtype: str
 
     @property
+    def core(self):
+        """The attention core's view of this call (``attention.CoreShape``)."""
+        from ....models.workloads.attention import CoreShape
+        return CoreShape(self.batch, self.seq, self.phase)
+
+    @property
     def tokens(self) -> float:
-        return self.batch if self.phase == "decode" else self.batch * self.seq
+        return self.core.tokens
 
 
 def projections(m, hidden: int, heads: int, phase: str) -> tuple[list, list]:
@@ -67,9 +73,8 @@ def module_op(m, hidden: int, s: ModuleShape, count: int = 1, gemms: bool = True
     read and written (module docstring); without ``gemms``, the module less its projections (the GEMMs of
     ``projections``, which a class whose ``gemms`` is ``APART`` leaves to the engine's GEMM classes): the attention
     core and, decoding, the per-head BMMs."""
-    from ....models.workloads.attention import CoreHeads, CoreShape, attention_core, mla_geometry
-    core = attention_core(CoreHeads(s.heads, s.heads), CoreShape(s.batch, s.seq, s.phase), HALF, None, count, 1,
-                          mla_geometry(m, s.heads, s.phase))
+    from ....models.workloads.attention import CoreHeads, attention_core, mla_geometry
+    core = attention_core(CoreHeads(s.heads, s.heads), s.core, HALF, None, count, 1, mla_geometry(m, s.heads, s.phase))
     gemms_kn, bmms = projections(m, hidden, s.heads, s.phase)
     gemms_kn, io = (gemms_kn, 1.0) if gemms else ([], 0.0)
     t = s.tokens
