@@ -120,8 +120,8 @@ def test_the_n_axis_steps_by_two_where_the_sm89_fp8_kernel_switches_its_tile_by_
 def test_the_l40s_vllm_fp8_term_stays_under_its_rows_at_llama_8b_gate_up(m):
     """Llama-3.1-8B's gate/up GEMM (N 28,672, K 4,096), which the L40S vLLM fp8 table does not hold, priced on the
     stored engine terms no faster than the fastest of the table's 145 rows around it (aiconfigurator-core 0.12.0,
-    l40s/gemm/vllm/0.24.0, fp8, K 4,096, N 10,240-65,536, M 1,024-8,192: 411 TFLOP/s, median 377). On 4× N nodes
-    the grid's node at N 32,768, which no row holds, put it at 421-486 TFLOP/s."""
+    l40s/gemm/vllm/0.24.0, fp8, K 4,096, N 10,240-65,536, M 1,024-8,192: 411 TFLOP/s, median 377). A grid with
+    nodes every 4× in N puts a node at N 32,768, which no row holds, and prices it at 421-486 TFLOP/s."""
     from ironlaw.law import law
     from ironlaw.machine import engines, hardware
     from ironlaw.models import workloads

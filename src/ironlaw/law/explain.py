@@ -35,7 +35,7 @@ def moved_at(est, tier: int, moved: float) -> str:
 
 
 def computed_at(est, flops: float, peak_flops: float) -> str:
-    """'137 GFLOP take 161 µs at 851 TFLOP/s, 86% of its 989 TFLOP/s': the work, its whole compute time and the
+    """'137 GFLOP take 161 µs at 856 TFLOP/s, 86% of its 989 TFLOP/s': the work, its whole compute time and the
     rate the ops reach (η and the vector ops' rate within), against the peak (a line that quotes the peak alone
     says a time, FLOPs over peak, shorter than the compute term it explains)."""
     compute_s = float(est.term("compute_s"))
